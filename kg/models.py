@@ -1,0 +1,97 @@
+"""Domain types shared by the stages: plain frozen dataclasses, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded source file. ``id`` is stable across runs (derived from the relative path)."""
+
+    id: str
+    path: str
+    title: str
+    text: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document; ``id`` derives from the document id and the chunk's content hash."""
+
+    id: str
+    document_id: str
+    index: int
+    text: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file the loader did not load, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One surface form of an entity as extracted from one chunk."""
+
+    name: str
+    type: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    chunk_id: str | None = None
+
+
+@dataclass(frozen=True)
+class KnownEntity:
+    """An entity already in the graph, as the resolver needs it."""
+
+    id: str
+    name: str
+    type: str
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+    embedding: tuple[float, ...] | None = None
+
+
+@dataclass
+class ResolvedEntity:
+    """A canonical entity after resolution, ready to write."""
+
+    id: str
+    name: str
+    type: str
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    embedding: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """An audit row: ``mention`` joined ``entity_id`` by ``method`` with ``score``."""
+
+    mention: str
+    mention_type: str
+    entity_id: str
+    canonical: str
+    score: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A resolved relation between two canonical entities, with provenance."""
+
+    source_id: str
+    target_id: str
+    predicate: str
+    description: str = ""
+    weight: float = 0.5
+    valid_from: date | None = None
+    valid_to: date | None = None
+    chunk_id: str | None = None

@@ -1,0 +1,198 @@
+"""Settings, read once at the edge (CLI entry, app factory) and passed down.
+
+Every variable has the ``KG_`` prefix and ``__`` separates sections, e.g.
+``KG_NEO4J__URI`` or ``KG_EXTRACT__MODEL``. A ``.env`` file in the working directory is read
+too. The Neo4j connection also honours the ecosystem's ``NEO4J_URI``, ``NEO4J_USERNAME``,
+``NEO4J_PASSWORD`` and ``NEO4J_DATABASE`` (the ``KG_`` names win when both are set).
+Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+NEO4J_VERSION = "5.26.30"
+BROWSER_VERSION = "5.24.0"
+
+
+class Neo4jSettings(BaseModel):
+    """How to reach the graph."""
+
+    uri: str = "bolt://127.0.0.1:7687"
+    username: str = "neo4j"
+    password: SecretStr = SecretStr("kg-local-password")
+    database: str = "neo4j"
+    connection_timeout_s: float = Field(5.0, gt=0)
+
+
+class LocalServerSettings(BaseModel):
+    """The Neo4j Community server that ``kg neo4j start`` runs without Docker."""
+
+    version: str = NEO4J_VERSION
+    browser_version: str = BROWSER_VERSION
+    home: Path = Path(".kg/neo4j")
+    jar_cache: Path = Field(
+        default_factory=lambda: Path(
+            os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+        )
+        / "kg"
+        / "neo4j"
+    )
+    bolt_port: int = Field(7687, ge=1, le=65535)
+    http_port: int = Field(7474, ge=1, le=65535)
+    heap: str = "1g"
+    pagecache: str = "512m"
+    transaction_timeout: str = "30s"
+    start_timeout_s: float = Field(120.0, gt=0)
+
+
+class ExtractSettings(BaseModel):
+    """LLM extraction through any OpenAI-compatible endpoint."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    api_key: SecretStr = SecretStr("not-needed")
+    model: str = "llama3.1"
+    mode: Literal["tools", "json", "json_schema", "md_json"] = "tools"
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_retries: int = Field(2, ge=0, le=10)
+    timeout_s: float = Field(120.0, gt=0)
+    concurrency: int = Field(4, ge=1, le=256)
+    backoff_attempts: int = Field(4, ge=1, le=20)
+    backoff_base_s: float = Field(1.0, ge=0)
+    max_calls: int | None = Field(None, ge=0, description="Stop the run after this many calls.")
+    max_tokens: int | None = Field(None, ge=0, description="Stop the run after this many tokens.")
+    cache_path: Path = Path(".kg/extract-cache.sqlite")
+    ontology_file: Path | None = None
+    allowed_entity_types: list[str] | None = None
+    allowed_predicates: list[str] | None = None
+    chunk_tokens: int = Field(400, ge=32, le=8192)
+    chunk_overlap: int = Field(50, ge=0, le=2048)
+    max_file_bytes: int = Field(20_000_000, ge=1)
+
+
+class ResolveSettings(BaseModel):
+    """Entity resolution."""
+
+    embedder: Literal["hashing", "openai"] = "hashing"
+    embedding_dim: int = Field(256, ge=8, le=8192)
+    embed_base_url: str | None = None
+    embed_api_key: SecretStr = SecretStr("not-needed")
+    embed_model: str = "text-embedding-3-small"
+    abbreviations_file: Path | None = None
+    merge_threshold: float = Field(0.86, ge=0, le=1)
+    uncertain_threshold: float = Field(0.72, ge=0, le=1)
+    candidates: int = Field(10, ge=1, le=200)
+    approximate_above: int = Field(50_000, ge=1)
+    llm_adjudication: bool = False
+
+
+class WriteSettings(BaseModel):
+    """Batched MERGE writes."""
+
+    batch_size: int = Field(1000, ge=1, le=100_000)
+    single_valued_predicates: list[str] = Field(
+        default_factory=lambda: ["OWNED_BY", "LOCATED_IN", "HAS_VERSION", "MAINTAINED_BY"]
+    )
+
+
+class SearchSettings(BaseModel):
+    """Guarded local search."""
+
+    query_timeout_s: float = Field(5.0, gt=0, le=300)
+    max_limit: int = Field(100, ge=1, le=10_000)
+    row_cap: int = Field(2000, ge=1, le=100_000)
+    seeds: int = Field(5, ge=1, le=50)
+    max_query_chars: int = Field(2000, ge=1)
+    type_weights: dict[str, float] = Field(
+        default_factory=lambda: {"DEPENDS_ON": 0.95, "CALLS": 0.9, "OWNED_BY": 0.85, "MENTIONS": 0.3}
+    )
+    default_type_weight: float = Field(0.7, ge=0, le=1)
+
+
+class ApiSettings(BaseModel):
+    """The REST surface."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    api_keys: list[SecretStr] = Field(default_factory=list)
+    require_auth: bool | None = Field(
+        None, description="Default: on when host is not loopback."
+    )
+    max_body_bytes: int = Field(1_048_576 * 2, ge=1024)
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value
+
+
+class _EcosystemNeo4jEnv(PydanticBaseSettingsSource):
+    """Reads NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE."""
+
+    _names = {
+        "NEO4J_URI": "uri",
+        "NEO4J_USERNAME": "username",
+        "NEO4J_USER": "username",
+        "NEO4J_PASSWORD": "password",
+        "NEO4J_DATABASE": "database",
+    }
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = {
+            key: os.environ[env] for env, key in self._names.items() if os.environ.get(env)
+        }
+        return {"neo4j": found} if found else {}
+
+
+class Settings(BaseSettings):
+    """All of kg's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="KG_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+    )
+
+    neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
+    server: LocalServerSettings = Field(default_factory=LocalServerSettings)
+    extract: ExtractSettings = Field(default_factory=ExtractSettings)
+    resolve: ResolveSettings = Field(default_factory=ResolveSettings)
+    write: WriteSettings = Field(default_factory=WriteSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    schema_dir: Path | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            _EcosystemNeo4jEnv(settings_cls),
+            file_secret_settings,
+        )
