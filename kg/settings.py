@@ -9,14 +9,16 @@ Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
@@ -124,7 +126,7 @@ class ApiSettings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    api_keys: list[SecretStr] = Field(default_factory=list)
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     require_auth: bool | None = Field(
         None, description="Default: on when host is not loopback."
     )
@@ -134,6 +136,8 @@ class ApiSettings(BaseModel):
     @classmethod
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
             return [k.strip() for k in value.split(",") if k.strip()]
         return value
 

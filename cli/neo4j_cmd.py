@@ -1,0 +1,46 @@
+"""``kg neo4j start | stop | status``: the local Neo4j server that needs no Docker."""
+
+from __future__ import annotations
+
+from cyclopts import App
+from rich.console import Console
+
+from kg.graph.server import LocalNeo4j
+from kg.settings import Settings
+
+app = App(name="neo4j", help="Run a local Neo4j Community server from Maven Central jars.")
+console = Console()
+
+
+@app.command
+def start() -> int:
+    """Start Neo4j (fetches its jars once), wait until Bolt and HTTP answer."""
+    server = LocalNeo4j(Settings())
+    with console.status("starting Neo4j (the first run fetches ~150 MB of jars)..."):
+        status = server.start()
+    console.print(f"Neo4j {status.describe()}")
+    console.print(f"Open Neo4j Browser at [link={status.browser_url}]{status.browser_url}[/link]")
+    return 0
+
+
+@app.command
+def stop() -> int:
+    """Stop the local server cleanly."""
+    server = LocalNeo4j(Settings())
+    console.print("Neo4j stopped" if server.stop() else "Neo4j was not running")
+    return 0
+
+
+@app.command
+def status() -> int:
+    """Say whether the local server runs and answers. Exit code 3 when stopped."""
+    state = LocalNeo4j(Settings()).status()
+    console.print(f"Neo4j {state.describe()}")
+    return 0 if state.running else 3
+
+
+@app.command
+def logs(lines: int = 40) -> int:
+    """Print the tail of the server's logs."""
+    console.print(LocalNeo4j(Settings()).log_tail(lines), highlight=False, markup=False)
+    return 0

@@ -1,0 +1,72 @@
+"""Apply schema/*.cypher idempotently and report what was created."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import LiteralString, cast
+
+from neo4j import Driver
+
+from kg.errors import StoreError
+from kg.paths import schema_dir
+
+_SHOW_INDEXES = "SHOW ALL INDEXES YIELD name RETURN name"
+_SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
+_VECTOR_DIMS = (
+    "SHOW VECTOR INDEXES YIELD name, options "
+    "RETURN name, options.indexConfig['vector.dimensions'] AS dims"
+)
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    created: list[str]
+    existing: list[str]
+    statements: int
+
+
+def read_statements(folder: Path | None = None) -> list[str]:
+    """Statements from every ``*.cypher`` file, in file-name order, comments removed."""
+    folder = folder or schema_dir()
+    statements: list[str] = []
+    for path in sorted(folder.glob("*.cypher")):
+        text = "\n".join(
+            line for line in path.read_text().splitlines() if not line.strip().startswith("//")
+        )
+        statements.extend(s.strip() for s in re.split(r";\s*(?:\n|$)", text) if s.strip())
+    return statements
+
+
+def _names(driver: Driver, database: str) -> set[str]:
+    names: set[str] = set()
+    for query in (_SHOW_INDEXES, _SHOW_CONSTRAINTS):
+        records, _, _ = driver.execute_query(query, database_=database)
+        names.update(r["name"] for r in records)
+    return names
+
+
+def apply_schema(
+    driver: Driver, *, database: str, dimension: int, folder: Path | None = None
+) -> SchemaReport:
+    """Create what is missing; leave the rest. Safe to run any number of times."""
+    before = _names(driver, database)
+    statements = read_statements(folder)
+    for statement in statements:
+        # Schema files are trusted project files, never user data.
+        driver.execute_query(
+            cast(LiteralString, statement), {"dimension": dimension}, database_=database
+        )
+    records, _, _ = driver.execute_query(_VECTOR_DIMS, database_=database)
+    for record in records:
+        if record["dims"] is not None and int(record["dims"]) != dimension:
+            raise StoreError(
+                f"vector index {record['name']} has dimension {record['dims']} but settings say "
+                f"{dimension}; drop it (DROP INDEX {record['name']}) or set "
+                "KG_RESOLVE__EMBEDDING_DIM to match"
+            )
+    after = _names(driver, database)
+    return SchemaReport(
+        created=sorted(after - before), existing=sorted(before & after), statements=len(statements)
+    )

@@ -1,0 +1,59 @@
+"""Shared fixtures: one real Neo4j per test session (see tests/neo4j_backend.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from neo4j import Driver
+
+from kg.graph.driver import open_driver
+from kg.graph.schema import apply_schema
+from kg.settings import Settings
+from tests.neo4j_backend import Neo4jTarget, neo4j_target
+
+EMBEDDING_DIM = 256
+
+
+@pytest.fixture(scope="session")
+def neo4j_server() -> Iterator[Neo4jTarget]:
+    with neo4j_target() as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def settings(neo4j_server: Neo4jTarget) -> Settings:
+    """Settings pointing at the test server; tests copy and adjust them."""
+    return Settings(
+        neo4j={
+            "uri": neo4j_server.uri,
+            "username": neo4j_server.username,
+            "password": neo4j_server.password,
+            "database": neo4j_server.database,
+        },
+        resolve={"embedding_dim": EMBEDDING_DIM},
+    )
+
+
+@pytest.fixture(scope="session")
+def driver(settings: Settings) -> Iterator[Driver]:
+    with open_driver(settings.neo4j) as drv:
+        drv.verify_connectivity()
+        apply_schema(drv, database=settings.neo4j.database, dimension=EMBEDDING_DIM)
+        yield drv
+
+
+@pytest.fixture
+def clean_graph(driver: Driver, settings: Settings) -> Iterator[Driver]:
+    """An empty graph for the test, emptied again after it (Community has one database)."""
+    _wipe(driver, settings.neo4j.database)
+    yield driver
+    _wipe(driver, settings.neo4j.database)
+
+
+def _wipe(driver: Driver, database: str) -> None:
+    # CALL ... IN TRANSACTIONS needs an auto-commit transaction, hence session.run.
+    with driver.session(database=database) as session:
+        session.run(
+            "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+        ).consume()

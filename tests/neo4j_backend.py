@@ -1,0 +1,105 @@
+"""Which real Neo4j the tests use: NEO4J_URI, else testcontainers, else the local server.
+
+Tests never mock Neo4j and never skip because Docker is absent: when no Docker engine
+answers, they start kg's own local server (Maven Central jars, ``java -cp``) on free ports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+NEO4J_IMAGE = "neo4j:5.26-community"
+TEST_PASSWORD = "kg-test-password"
+
+
+@dataclass(frozen=True)
+class Neo4jTarget:
+    backend: str  # "uri" | "testcontainers" | "local"
+    uri: str
+    username: str
+    password: str
+    database: str
+
+
+def choose_backend(env: Mapping[str, str], docker_answers: bool) -> str:
+    """The fixture order: an explicit NEO4J_URI wins, then Docker, then the local server."""
+    if env.get("NEO4J_URI"):
+        return "uri"
+    if docker_answers:
+        return "testcontainers"
+    return "local"
+
+
+def docker_answers() -> bool:
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    try:
+        proc = subprocess.run(  # noqa: S603
+            [docker, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+@contextmanager
+def neo4j_target() -> Iterator[Neo4jTarget]:
+    backend = choose_backend(os.environ, docker_answers() if not os.environ.get("NEO4J_URI") else False)
+    if backend == "uri":
+        yield Neo4jTarget(
+            "uri",
+            os.environ["NEO4J_URI"],
+            os.environ.get("NEO4J_USERNAME", "neo4j"),
+            os.environ.get("NEO4J_PASSWORD", ""),
+            os.environ.get("NEO4J_DATABASE", "neo4j"),
+        )
+        return
+    if backend == "testcontainers":
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer(NEO4J_IMAGE, password=TEST_PASSWORD) as container:
+            yield Neo4jTarget(
+                "testcontainers",
+                container.get_connection_url(),
+                "neo4j",
+                TEST_PASSWORD,
+                "neo4j",
+            )
+        return
+    yield from _local_server()
+
+
+def _local_server() -> Iterator[Neo4jTarget]:
+    from kg.graph.server import LocalNeo4j, free_port
+    from kg.settings import Settings
+
+    home = Path(tempfile.mkdtemp(prefix="kg-test-neo4j-"))
+    settings = Settings(
+        neo4j={"password": TEST_PASSWORD},
+        server={
+            "home": home,
+            "bolt_port": free_port(),
+            "http_port": free_port(),
+            "heap": "768m",
+            "pagecache": "256m",
+            "transaction_timeout": "60s",
+        },
+    )
+    server = LocalNeo4j(settings)
+    try:
+        status = server.start()
+        yield Neo4jTarget("local", status.bolt_uri, "neo4j", TEST_PASSWORD, "neo4j")
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)

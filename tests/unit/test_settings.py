@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kg.settings import Settings
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_USER", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+
+
+def test_defaults_point_at_the_local_server() -> None:
+    s = Settings()
+    assert s.neo4j.uri == "bolt://127.0.0.1:7687"
+    assert s.server.bolt_port == 7687
+    assert s.server.http_port == 7474
+
+
+def test_prefix_and_nested_sections(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KG_NEO4J__URI", "bolt://db:7687")
+    monkeypatch.setenv("KG_EXTRACT__MODEL", "qwen2.5")
+    monkeypatch.setenv("KG_SEARCH__TYPE_WEIGHTS", '{"DEPENDS_ON": 0.5}')
+    s = Settings()
+    assert s.neo4j.uri == "bolt://db:7687"
+    assert s.extract.model == "qwen2.5"
+    assert s.search.type_weights == {"DEPENDS_ON": 0.5}
+
+
+def test_ecosystem_neo4j_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", "neo4j://elsewhere:7687")
+    monkeypatch.setenv("NEO4J_USERNAME", "reader")
+    monkeypatch.setenv("NEO4J_PASSWORD", "s3cret")
+    monkeypatch.setenv("NEO4J_DATABASE", "kgdb")
+    s = Settings()
+    assert (s.neo4j.uri, s.neo4j.username, s.neo4j.database) == (
+        "neo4j://elsewhere:7687",
+        "reader",
+        "kgdb",
+    )
+    assert s.neo4j.password.get_secret_value() == "s3cret"
+
+
+def test_kg_prefix_wins_over_ecosystem_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_URI", "neo4j://ecosystem:7687")
+    monkeypatch.setenv("KG_NEO4J__URI", "bolt://kg:7687")
+    monkeypatch.setenv("NEO4J_USERNAME", "eco-user")
+    s = Settings()
+    assert s.neo4j.uri == "bolt://kg:7687"
+    assert s.neo4j.username == "eco-user"  # sections merge field by field
+
+
+def test_dotenv_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("KG_NEO4J__DATABASE=fromdotenv\nKG_API__PORT=9001\n")
+    s = Settings()
+    assert s.neo4j.database == "fromdotenv"
+    assert s.api.port == 9001
+
+
+def test_secrets_never_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_PASSWORD", "hunter2-very-secret")
+    monkeypatch.setenv("KG_EXTRACT__API_KEY", "sk-live-abc123")
+    monkeypatch.setenv("KG_API__API_KEYS", "key-one,key-two")
+    s = Settings()
+    dumped = repr(s) + str(s) + s.model_dump_json()
+    for secret in ("hunter2-very-secret", "sk-live-abc123", "key-one", "key-two"):
+        assert secret not in dumped
+    assert [k.get_secret_value() for k in s.api.api_keys] == ["key-one", "key-two"]
