@@ -1,0 +1,91 @@
+"""Request and response models of local search: one shape for REST, the CLI's --json and tests."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+MAX_QUERY_CHARS = 2000
+MAX_LIMIT = 100
+RELATION_TYPE_PATTERN = r"^[^\W\d_][\w]{0,63}$"
+
+RelationType = Annotated[str, StringConstraints(pattern=RELATION_TYPE_PATTERN, max_length=64)]
+
+
+class SearchRequest(BaseModel):
+    """POST /search/local body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    mode: Literal["graph", "vector", "hybrid"] = "graph"
+    depth: int = Field(2, ge=1, le=3)
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)
+    as_of: date | datetime | None = None
+    relation_types: list[RelationType] | None = Field(None, max_length=50)
+
+    @field_validator("query")
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class EntityHit(BaseModel):
+    id: str
+    name: str
+    type: str
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    score: float
+    hops: int = 0
+
+
+class RelationHit(BaseModel):
+    source: str
+    source_name: str
+    target: str
+    target_name: str
+    type: str
+    description: str = ""
+    weight: float
+    valid_from: str | None = None
+    valid_to: str | None = None
+    chunk_ids: list[str] = Field(default_factory=list)
+    hops: int
+    score: float
+
+
+class ChunkHit(BaseModel):
+    id: str
+    text: str
+    document_id: str
+    document_path: str
+    score: float
+
+
+class SearchResponse(BaseModel):
+    entities: list[EntityHit]
+    relations: list[RelationHit]
+    chunks: list[ChunkHit]
+    template: str
+    took_ms: float
+
+
+class TemplateInfo(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    row_cap: int
+
+
+class TemplateResult(BaseModel):
+    template: str
+    rows: list[dict[str, Any]]
+    truncated: bool
+    took_ms: float
