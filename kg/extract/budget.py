@@ -1,0 +1,127 @@
+"""Counting what extraction costs, stopping at a ceiling, and estimating before spending.
+
+``Usage`` is what a chunk, a document or a run consumed. ``RunBudget`` is the ceiling for one
+run: every HTTP call to the LLM (first try, re-ask, or retry after a 429) must reserve a slot
+first, so ``max_calls`` is never exceeded. Token counts are only known after a call returns, so
+``max_tokens`` stops new calls once reached; calls already in flight may overshoot it a little.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kg.documents import count_tokens
+from kg.extract.prompts import USER_TEMPLATE, render_system_prompt
+from kg.extract.schema import ExtractionResult
+from kg.models import Chunk
+from kg.settings import ExtractSettings
+
+if TYPE_CHECKING:
+    from kg.extract.cache import ExtractionCache
+    from kg.extract.ontology import Ontology
+
+__all__ = ["Estimate", "RunBudget", "Usage", "estimate"]
+
+# An extraction's JSON answer is usually a bit shorter than the passage it describes.
+COMPLETION_RATIO = 0.6
+MIN_COMPLETION_TOKENS = 40
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Calls (HTTP requests), retries (re-asks + transient retries), tokens, hits, failures."""
+
+    calls: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.retries + other.retries,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cache_hits + other.cache_hits,
+            self.failures + other.failures,
+        )
+
+
+class RunBudget:
+    """The per-run ceiling. Single event loop, so plain counters are safe between awaits."""
+
+    def __init__(self, max_calls: int | None, max_tokens: int | None) -> None:
+        self.max_calls = max_calls
+        self.max_tokens = max_tokens
+        self.calls = 0
+        self.tokens = 0
+        self.reason: str | None = None
+
+    def reserve_call(self) -> bool:
+        """Claim one LLM call; False (and ``reason`` set) once a ceiling is reached."""
+        if self.reason is not None:
+            return False
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            self.reason = f"max_calls={self.max_calls} reached"
+            return False
+        if self.max_tokens is not None and self.tokens >= self.max_tokens:
+            self.reason = f"max_tokens={self.max_tokens} reached ({self.tokens} used)"
+            return False
+        self.calls += 1
+        return True
+
+    def add_tokens(self, tokens: int) -> None:
+        self.tokens += tokens
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run would cost without re-asks: for ``--dry-run``. ``cached`` chunks are free."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def estimate(
+    chunks: Sequence[Chunk],
+    settings: ExtractSettings,
+    *,
+    ontology: Ontology | None = None,
+    cache: ExtractionCache | None = None,
+) -> Estimate:
+    """Approximate calls and tokens for extracting ``chunks``; makes no LLM call.
+
+    Each call carries the system prompt, the JSON schema of the answer and the chunk; the
+    answer is guessed at ``COMPLETION_RATIO`` of the chunk. With a cache, chunks already
+    extracted under the same model, prompt and schema versions are counted as ``cached``.
+    """
+    overhead = (
+        count_tokens(render_system_prompt(ontology))
+        + count_tokens(USER_TEMPLATE)
+        + count_tokens(json.dumps(ExtractionResult.model_json_schema()))
+    )
+    calls = prompt = completion = cached = 0
+    for chunk in chunks:
+        if cache is not None and cache.contains(chunk.sha256, settings.model, ontology):
+            cached += 1
+            continue
+        tokens = count_tokens(chunk.text)
+        calls += 1
+        prompt += overhead + tokens
+        completion += max(MIN_COMPLETION_TOKENS, round(tokens * COMPLETION_RATIO))
+    return Estimate(calls, prompt, completion, cached)
