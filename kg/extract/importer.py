@@ -1,0 +1,171 @@
+"""Import ready-made triplets (JSON Lines) instead of calling an LLM.
+
+One JSON document per line (see docs/import-format.md)::
+
+    {"id": "adr-7", "title": "ADR 7", "text": "...",
+     "triplets": [{"subject": "Payments", "predicate": "depends on", "object": "Ledger",
+                   "subject_type": "Service", "valid_from": "2024-03"}]}
+
+Each line passes through the same :class:`ExtractionResult` contract as LLM output, so the
+graph cannot tell imported facts from extracted ones. A bad line is reported with its line
+number and skipped; the rest load.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kg.errors import ConfigError
+from kg.extract.ontology import Ontology
+from kg.extract.schema import ExtractionResult
+
+__all__ = ["DEFAULT_ENTITY_TYPE", "ImportResult", "ImportedDocument", "read_triplets"]
+
+DEFAULT_ENTITY_TYPE = "Entity"
+
+
+class _Triplet(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key must not vanish silently
+
+    subject: str
+    predicate: str
+    object: str
+    subject_type: str | None = None
+    object_type: str | None = None
+    description: str = ""
+    weight: float = Field(0.5, ge=0.0, le=1.0)
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+    @field_validator("subject", "predicate", "object")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be a number from 0 to 1")
+        return value
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # room for the caller's own metadata
+
+    id: str | None = None
+    title: str
+    text: str
+    triplets: list[_Triplet] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty when given")
+        return value.strip() if value is not None else None
+
+
+@dataclass(frozen=True)
+class ImportedDocument:
+    """A document with its facts; ``id`` is the file's own id, if it gave one."""
+
+    id: str | None
+    title: str
+    text: str
+    result: ExtractionResult
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    documents: list[ImportedDocument] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"])
+        message = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def _to_result(line: _Line, ontology: Ontology | None) -> ExtractionResult:
+    entities: dict[str, dict[str, Any]] = {}
+
+    def entity(name: str, kind: str | None) -> None:
+        key = " ".join(name.split()).casefold()
+        if key not in entities:
+            entities[key] = {"name": name, "type": kind or DEFAULT_ENTITY_TYPE}
+        elif kind and entities[key]["type"] == DEFAULT_ENTITY_TYPE:
+            entities[key]["type"] = kind  # a later line may know the type
+
+    relations = []
+    for t in line.triplets:
+        entity(t.subject, t.subject_type)
+        entity(t.object, t.object_type)
+        relations.append(
+            {
+                "source": t.subject,
+                "target": t.object,
+                "predicate": t.predicate,
+                "description": t.description,
+                "weight": t.weight,
+                "valid_from": t.valid_from,
+                "valid_to": t.valid_to,
+            }
+        )
+    return ExtractionResult.model_validate(
+        {"entities": list(entities.values()), "relations": relations},
+        context={"ontology": ontology},
+    )
+
+
+def _reindex(message: str) -> str:
+    # ExtractionResult speaks of relations[i]; the file calls them triplets[i].
+    return message.replace("relations.", "triplets.").replace("relations[", "triplets[")
+
+
+def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResult:
+    """Read a triplets JSONL file; malformed lines become ``(line_number, reason)`` errors.
+
+    Raises :class:`ConfigError` only when the file itself cannot be read.
+    """
+    try:
+        raw_lines = Path(path).read_bytes().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    documents: list[ImportedDocument] = []
+    errors: list[tuple[int, str]] = []
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            errors.append((number, "not valid UTF-8"))
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append((number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        if not isinstance(data, dict):
+            errors.append((number, "expected a JSON object"))
+            continue
+        try:
+            line = _Line.model_validate(data)
+            result = _to_result(line, ontology)
+        except ValidationError as exc:
+            errors.append((number, _reindex(_describe(exc))))
+            continue
+        documents.append(ImportedDocument(line.id, line.title, line.text, result))
+    return ImportResult(documents, errors)
