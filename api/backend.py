@@ -1,0 +1,123 @@
+"""The search service as the API sees it, plus the lazy start-up that lets the API outlive Neo4j.
+
+The API must start (and answer 503) while Neo4j is down, and recover without a restart when it
+comes back. So template verification (``startup()``) is not a precondition of serving: it runs
+in the lifespan when Neo4j answers, and otherwise on the first request that finds Neo4j up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from neo4j import AsyncDriver
+from neo4j.exceptions import AuthError, DriverError, ServiceUnavailable, SessionExpired
+
+from kg.errors import StoreUnavailable
+from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
+from kg.settings import Settings
+
+logger = logging.getLogger("kg.api")
+
+#: Exceptions that mean "Neo4j does not answer (or refuses us)"; never shown to clients.
+UNREACHABLE: tuple[type[BaseException], ...] = (
+    ServiceUnavailable,
+    SessionExpired,
+    AuthError,
+    StoreUnavailable,
+    OSError,
+)
+
+
+#: What a failed template verification at start-up can raise when Neo4j is the problem.
+_STARTUP_FAILURES: tuple[type[BaseException], ...] = (TimeoutError, DriverError, *UNREACHABLE)
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """What the API needs from ``kg.search.SearchService``; lets tests and the API type-check
+    without importing the use-case module."""
+
+    async def startup(self) -> None: ...
+
+    async def local_search(self, req: SearchRequest) -> SearchResponse: ...
+
+    async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
+
+    async def get_entity(self, entity_id: str) -> dict[str, Any]: ...
+
+    async def neighborhood(self, entity_id: str, depth: int) -> dict[str, Any]: ...
+
+    def templates(self) -> list[TemplateInfo]: ...
+
+    async def health(self) -> bool: ...
+
+
+ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
+
+
+def default_service_factory(driver: AsyncDriver, settings: Settings) -> SearchBackend:
+    """The real service; imported here so the API module loads without the use-case layer."""
+    from kg.search import SearchService
+
+    from kg.resolve import make_embedder
+
+    service: SearchBackend = SearchService(driver, settings, make_embedder(settings.resolve))
+    return service
+
+
+class Backend:
+    """Holds the driver and service for the app's lifetime; verifies templates once, lazily."""
+
+    def __init__(self, driver: AsyncDriver, service: SearchBackend, settings: Settings) -> None:
+        self.driver = driver
+        self.service = service
+        self.settings = settings
+        self.ready = False
+        self._lock = asyncio.Lock()
+
+    async def try_startup(self) -> bool:
+        """Verify templates if Neo4j answers; log and carry on (degraded) if it does not."""
+        try:
+            await self.acquire()
+        except UNREACHABLE as exc:
+            logger.warning(
+                "Neo4j is not reachable at start-up (%s); serving 503 until it answers",
+                type(exc).__name__,
+            )
+            return False
+        return True
+
+    async def acquire(self) -> SearchBackend:
+        """The service, after its templates were verified against the server.
+
+        Raises StoreUnavailable when Neo4j does not answer, so the request gets a 503.
+        """
+        if self.ready:
+            return self.service
+        async with self._lock:
+            if not self.ready:
+                try:
+                    await asyncio.wait_for(self.service.startup(), self._startup_timeout())
+                except _STARTUP_FAILURES as exc:
+                    if isinstance(exc, StoreUnavailable):
+                        raise
+                    raise StoreUnavailable("Neo4j does not answer") from exc
+                self.ready = True
+                logger.info("search templates verified against Neo4j")
+        return self.service
+
+    async def health(self) -> bool:
+        """Whether Neo4j answers now, bounded in time; never raises."""
+        try:
+            ok = await asyncio.wait_for(self.service.health(), self._startup_timeout())
+        except Exception as exc:  # health must answer, whatever went wrong
+            logger.warning("health check failed: %s", type(exc).__name__)
+            return False
+        return bool(ok)
+
+    def _startup_timeout(self) -> float:
+        neo4j = self.settings.neo4j
+        return neo4j.connection_timeout_s * 2 + self.settings.search.query_timeout_s

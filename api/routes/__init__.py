@@ -1,0 +1,1 @@
+"""Controllers, one per area of the API."""

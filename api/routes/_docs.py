@@ -1,0 +1,32 @@
+"""OpenAPI descriptions of the error responses each operation can return."""
+
+from __future__ import annotations
+
+from litestar.openapi import ResponseSpec
+
+from api.auth import SECURITY_SCHEME
+from api.models import ErrorBody
+
+_WHY = {
+    400: "Malformed request (e.g. a body that is not JSON).",
+    401: "Missing or invalid API key (when auth is on).",
+    404: "Not found.",
+    413: "Request body larger than the configured limit.",
+    422: "Invalid parameters; `errors` names each field and why.",
+    503: "Neo4j is unavailable.",
+    504: "The query ran past its time bound.",
+}
+
+#: The operation-level security requirement of every protected route.
+SECURED: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
+
+
+def errors(*codes: int) -> dict[int, ResponseSpec]:
+    """Error responses for ``codes``, plus the ones every protected operation shares."""
+    wanted = sorted({400, 401, 503, *codes})
+    return {
+        code: ResponseSpec(
+            data_container=ErrorBody, description=_WHY[code], generate_examples=False
+        )
+        for code in wanted
+    }

@@ -1,0 +1,48 @@
+"""GET /entities/{id} and its neighbourhood."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, get
+from litestar.di import NamedDependency
+from litestar.params import PathParameter, QueryParameter
+
+from api.backend import SearchBackend
+from api.routes._docs import SECURED, errors
+
+#: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
+EntityId = Annotated[
+    str, PathParameter(min_length=1, max_length=512, description="The entity's `id`.")
+]
+Depth = Annotated[int, QueryParameter(ge=1, le=3, description="Hops to expand, 1..3.")]
+
+
+class EntityController(Controller):
+    path = "/entities"
+    tags = ["entities"]  # noqa: RUF012
+    security = SECURED
+
+    @get(
+        "/{entity_id:str}",
+        operation_id="getEntity",
+        summary="One entity",
+        description="The entity's properties (without its embedding).",
+        responses=errors(404, 422, 504),
+    )
+    async def get_entity(
+        self, entity_id: EntityId, service: NamedDependency[SearchBackend]
+    ) -> dict[str, Any]:
+        return await service.get_entity(entity_id)
+
+    @get(
+        "/{entity_id:str}/neighborhood",
+        operation_id="getEntityNeighborhood",
+        summary="An entity's neighbourhood",
+        description="Entities and relations within `depth` hops of the entity.",
+        responses=errors(404, 422, 504),
+    )
+    async def neighborhood(
+        self, entity_id: EntityId, service: NamedDependency[SearchBackend], depth: Depth = 2
+    ) -> dict[str, Any]:
+        return await service.neighborhood(entity_id, depth)
