@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -95,3 +96,13 @@ class Relation:
     valid_from: date | None = None
     valid_to: date | None = None
     chunk_id: str | None = None
+
+
+# Relationship types reach Cypher only as parameters ($(type)); this pattern is the allowlist
+# every predicate must pass first: a letter, then letters, digits or underscores (Unicode kept).
+RELATION_TYPE_RE = re.compile(r"^[^\W\d_]\w{0,63}$")
+
+
+def is_relation_type(name: str) -> bool:
+    """True for names safe to use as relationship types (UPPER_SNAKE, any script)."""
+    return bool(RELATION_TYPE_RE.match(name)) and name == name.upper()

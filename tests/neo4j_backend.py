@@ -55,7 +55,9 @@ def docker_answers() -> bool:
 
 @contextmanager
 def neo4j_target() -> Iterator[Neo4jTarget]:
-    backend = choose_backend(os.environ, docker_answers() if not os.environ.get("NEO4J_URI") else False)
+    backend = choose_backend(
+        os.environ, docker_answers() if not os.environ.get("NEO4J_URI") else False
+    )
     if backend == "uri":
         yield Neo4jTarget(
             "uri",

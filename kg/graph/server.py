@@ -104,7 +104,9 @@ class LocalNeo4j:
         marker = self.lib_dir / ".complete"
         if marker.exists():
             return self.lib_dir
-        mvn = _require_tool("mvn", "Maven is needed once to fetch Neo4j's jars (apt-get install maven).")
+        mvn = _require_tool(
+            "mvn", "Maven is needed once to fetch Neo4j's jars (apt-get install maven)."
+        )
         staging = self.lib_dir.with_name(f"lib.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         staging.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +145,9 @@ class LocalNeo4j:
         """Start the server (idempotent: an already running one is left alone)."""
         if self._live_pid() is not None:
             return self.status()
-        java = _require_tool("java", "Java 17 is needed to run Neo4j 5.26 (apt-get install openjdk-17-jre-headless).")
+        java = _require_tool(
+            "java", "Java 17 is needed to run Neo4j 5.26 (apt-get install openjdk-17-jre-headless)."
+        )
         for port in (self._server.bolt_port, self._server.http_port):
             if _port_open(port):
                 raise ServerError(
@@ -314,7 +318,7 @@ def _port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 def _http_ok(port: int) -> bool:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:  # noqa: S310
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError):
         return False

@@ -31,9 +31,7 @@ def test_schema_apply_is_idempotent(driver: Driver, settings: Settings) -> None:
         assert name in second.existing
 
 
-def test_schema_refuses_a_conflicting_vector_dimension(
-    driver: Driver, settings: Settings
-) -> None:
+def test_schema_refuses_a_conflicting_vector_dimension(driver: Driver, settings: Settings) -> None:
     from kg.errors import StoreError
 
     with pytest.raises(StoreError, match="dimension"):
@@ -148,13 +146,17 @@ def test_start_refuses_a_taken_port(tmp_path: Path) -> None:
         squatter.bind(("127.0.0.1", 0))
         squatter.listen()
         port = squatter.getsockname()[1]
-        settings = Settings(server={"home": tmp_path / "h", "bolt_port": port, "http_port": free_port()})
+        settings = Settings(
+            server={"home": tmp_path / "h", "bolt_port": port, "http_port": free_port()}
+        )
         with pytest.raises(ServerError, match=f"port {port}.*already taken"):
             LocalNeo4j(settings).start()
 
 
 def test_start_explains_a_missing_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # neither java nor mvn
-    settings = Settings(server={"home": tmp_path / "h", "bolt_port": free_port(), "http_port": free_port()})
+    settings = Settings(
+        server={"home": tmp_path / "h", "bolt_port": free_port(), "http_port": free_port()}
+    )
     with pytest.raises(ServerError, match="`java` was not found"):
         LocalNeo4j(settings).start()

@@ -1,0 +1,133 @@
+"""``kg ingest PATH``: build or update the graph from a folder (or a triplets file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from cyclopts import Parameter
+from neo4j.exceptions import DriverError, Neo4jError
+from rich.console import Console
+from rich.table import Table
+
+from cli.progress import RichProgress
+from kg.errors import StoreError
+from kg.graph.schema import apply_schema
+from kg.ingest import IngestSummary, opened, summary_json
+from kg.ingest import ingest as run_ingest
+from kg.settings import Settings
+
+
+def ingest(
+    path: Path,
+    *,
+    triplets: Annotated[
+        Path | None, Parameter(help="Import triplets (JSONL) instead of calling an LLM.")
+    ] = None,
+    include: Annotated[
+        list[str] | None, Parameter(help="Glob of files to load (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, Parameter(help="Glob of files to leave out (repeatable).")
+    ] = None,
+    prune: Annotated[bool, Parameter(help="Remove documents no longer in the folder.")] = False,
+    dry_run: Annotated[
+        bool, Parameter(help="Estimate LLM calls and tokens; write nothing.")
+    ] = False,
+    max_calls: Annotated[int | None, Parameter(help="Stop after this many LLM calls.")] = None,
+    max_tokens: Annotated[int | None, Parameter(help="Stop after this many LLM tokens.")] = None,
+    json: Annotated[bool, Parameter(help="Print the summary as one JSON object.")] = False,
+) -> int:
+    """Load, chunk, extract (or import), resolve and write PATH into Neo4j.
+
+    Exit codes: 0 done; 1 error; 2 done, but some chunks failed or the budget stopped the run
+    (what was done is kept; rerun to retry the rest).
+    """
+    settings = Settings()
+    if max_calls is not None:
+        settings.extract.max_calls = max_calls
+    if max_tokens is not None:
+        settings.extract.max_tokens = max_tokens
+    console = Console(stderr=json)
+    if not path.exists():
+        console.print(f"[bold red]error:[/] {path} does not exist")
+        return 1
+    try:
+        with opened(settings) as driver:
+            apply_schema(
+                driver,
+                database=settings.neo4j.database,
+                dimension=settings.resolve.embedding_dim,
+                folder=settings.schema_dir,
+            )
+            with RichProgress(console, enabled=not json and console.is_terminal) as progress:
+                summary = run_ingest(
+                    settings,
+                    driver,
+                    path,
+                    triplets=triplets,
+                    include=include or (),
+                    exclude=exclude or (),
+                    prune=prune,
+                    dry_run=dry_run,
+                    progress=progress,
+                )
+    except (Neo4jError, DriverError) as exc:
+        raise StoreError(
+            f"Neo4j failed during ingest ({type(exc).__name__}: {exc}); what was written is "
+            "consistent: run the same command again to finish"
+        ) from exc
+    if json:
+        print(summary_json(summary))  # noqa: T201 - the command's output
+    else:
+        Console().print(summary_table(summary))
+    return 0 if summary.ok else 2
+
+
+def summary_table(s: IngestSummary) -> Table:
+    table = Table(
+        title=f"kg ingest {s.root}" + (" (dry run)" if s.dry_run else ""), show_header=False
+    )
+    table.add_column("what", style="bold")
+    table.add_column("count", justify="right")
+    rows: list[tuple[str, object]] = [
+        (
+            "documents new / changed / unchanged",
+            f"{s.documents_new} / {s.documents_changed} / {s.documents_unchanged}",
+        ),
+        ("documents skipped", len(s.skipped)),
+        ("documents pruned", s.documents_pruned),
+        ("chunks", s.chunks),
+    ]
+    if s.dry_run:
+        rows += [
+            ("estimated LLM calls", s.estimated_calls),
+            ("estimated tokens", s.estimated_tokens),
+        ]
+    else:
+        rows += [
+            ("entities created / matched existing", f"{s.entities_created} / {s.entities_matched}"),
+            ("surface forms merged", s.mentions_merged),
+            (
+                "relations created / updated / closed",
+                f"{s.relations_created} / {s.relations_updated} / {s.relations_closed}",
+            ),
+            (
+                "LLM calls (retries) / cache hits",
+                f"{s.llm_calls} ({s.llm_retries}) / {s.cache_hits}",
+            ),
+            ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
+            ("failed chunks", len(s.failures)),
+            ("seconds", s.seconds),
+        ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    for skip in s.skipped:
+        table.add_row(f"[yellow]skipped[/] {skip['path']}", skip["reason"])
+    for err in s.import_errors:
+        table.add_row(f"[yellow]import line {err['line']}[/]", str(err["reason"]))
+    for fail in s.failures:
+        table.add_row(f"[red]failed[/] {fail['chunk_id']}", fail["reason"])
+    if s.stopped_by_budget:
+        table.add_row("[red]stopped[/]", s.budget_reason or "budget reached")
+    return table

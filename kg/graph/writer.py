@@ -1,0 +1,401 @@
+"""Batched, parameterized, idempotent writes of the graph model.
+
+Every statement is a constant ``UNWIND $rows AS row MERGE ...``; data only ever arrives as
+parameters. Relationship types use Cypher's dynamic types (``[r:$(row.type)]``, Neo4j 5.26)
+after passing the allowlist in :func:`kg.models.is_relation_type`. One batch is one transaction.
+
+Crash safety rests on one rule: a document's ``sha256`` is written last, after everything that
+came from it. A document without it (or with an old one) is redone on the next run, after
+:meth:`GraphWriter.remove_document_contents` has removed what only it supported.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, LiteralString, TypeVar
+
+from neo4j import Driver, ManagedTransaction
+
+from kg.errors import StoreError
+from kg.models import KnownEntity, is_relation_type
+
+T = TypeVar("T")
+
+_UPSERT_DOCUMENTS: LiteralString = """
+UNWIND $rows AS row
+MERGE (d:Document {id: row.id})
+SET d.path = row.path, d.title = row.title, d.root = row.root
+"""
+
+_COMPLETE_DOCUMENTS: LiteralString = """
+UNWIND $rows AS row
+MATCH (d:Document {id: row.id})
+SET d.sha256 = row.sha256, d.ingested_at = $now
+"""
+
+_UPSERT_CHUNKS: LiteralString = """
+UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
+MERGE (c:Chunk {id: row.id})
+SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256,
+    c.document_id = row.document_id, c.embedding = row.embedding
+MERGE (c)-[:PART_OF]->(d)
+"""
+
+_LINK_CHUNKS: LiteralString = """
+UNWIND $rows AS row
+MATCH (a:Chunk {id: row.previous})
+MATCH (b:Chunk {id: row.next})
+MERGE (a)-[:NEXT]->(b)
+"""
+
+_UPSERT_ENTITIES: LiteralString = """
+UNWIND $rows AS row
+MERGE (e:Entity {id: row.id})
+ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now
+SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
+        CASE WHEN a IN acc THEN acc ELSE acc + a END),
+    e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
+                         ELSE e.description END,
+    e.embedding = coalesce(row.embedding, e.embedding)
+"""
+
+_UPSERT_MENTIONS: LiteralString = """
+UNWIND $rows AS row
+MATCH (c:Chunk {id: row.chunk_id})
+MATCH (e:Entity {id: row.entity_id})
+MERGE (c)-[:MENTIONS]->(e)
+"""
+
+_UPSERT_RELATIONS: LiteralString = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})
+MATCH (b:Entity {id: row.target})
+MERGE (a)-[r:$(row.type) {key: row.key}]->(b)
+ON CREATE SET r.first_seen = $now, r.chunk_ids = [], r.validFrom = row.valid_from,
+              r.created_at = $now
+SET r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.description
+                         ELSE r.description END,
+    r.weight = CASE WHEN r.weight IS NULL OR row.weight > r.weight THEN row.weight
+                    ELSE r.weight END,
+    r.chunk_ids = r.chunk_ids + [c IN row.chunk_ids WHERE NOT c IN r.chunk_ids],
+    r.validTo = coalesce(row.valid_to, r.validTo),
+    r.last_seen = $now
+"""
+
+# A newer fact on a single-valued type closes the older edge of the same source and type.
+# Edges are ordered by validFrom, or by first_seen for facts the text gave no date for.
+_CLOSE_SUPERSEDED: LiteralString = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})-[r]->(b:Entity)
+WHERE type(r) = row.type
+WITH row, r, b, date(coalesce(r.validFrom, r.first_seen)) AS since
+ORDER BY since, r.key
+WITH row, collect({rel: r, target: b, since: since}) AS edges
+UNWIND range(0, size(edges) - 2) AS i
+WITH edges[i].rel AS old, edges[i + 1].rel AS new, edges[i] AS older, edges[i + 1] AS newer
+WHERE old.validTo IS NULL AND older.target <> newer.target AND older.since < newer.since
+SET old.validTo = coalesce(new.validFrom, newer.since), old.closed_by = new.key
+RETURN count(*) AS closed
+"""
+
+_EXISTING_DOCUMENTS: LiteralString = """
+MATCH (d:Document)
+RETURN d.id AS id, d.path AS path, d.sha256 AS sha256, d.root AS root
+"""
+
+_KNOWN_ENTITIES: LiteralString = """
+MATCH (e:Entity)
+RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS aliases,
+       coalesce(e.description, '') AS description, e.embedding AS embedding
+"""
+
+# Removing a document's contents: its chunks go; relations keep only chunk ids of other
+# documents and disappear when none remain; entities nothing mentions or relates go too.
+_DETACH_CHUNK_IDS: LiteralString = """
+UNWIND $ids AS doc_id
+MATCH (c:Chunk {document_id: doc_id})-[:MENTIONS]->(e:Entity)-[r]-(:Entity)
+WITH DISTINCT r, collect(DISTINCT c.id) AS gone
+SET r.chunk_ids = [x IN r.chunk_ids WHERE NOT x IN gone]
+WITH r WHERE size(r.chunk_ids) = 0
+DELETE r
+"""
+
+_DELETE_CHUNKS: LiteralString = """
+UNWIND $ids AS doc_id
+MATCH (c:Chunk {document_id: doc_id})
+OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity)
+WITH collect(DISTINCT c) AS chunks, collect(DISTINCT e.id) AS touched
+FOREACH (c IN chunks | DETACH DELETE c)
+RETURN touched
+"""
+
+_DELETE_ORPHANS: LiteralString = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {id: entity_id})
+WHERE NOT (e)--()
+DELETE e
+RETURN count(*) AS deleted
+"""
+
+_DELETE_DOCUMENTS: LiteralString = """
+UNWIND $ids AS doc_id
+MATCH (d:Document {id: doc_id})
+DETACH DELETE d
+"""
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    id: str
+    path: str
+    title: str
+    sha256: str
+    root: str = ""
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    path: str | None
+    sha256: str | None  # None: its last ingest did not finish
+    root: str | None
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    document_id: str
+    index: int
+    text: str
+    sha256: str
+    embedding: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class EntityRow:
+    id: str
+    name: str
+    type: str
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    embedding: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class RelationRow:
+    source: str
+    target: str
+    type: str
+    description: str = ""
+    weight: float = 0.5
+    valid_from: date | datetime | None = None
+    valid_to: date | datetime | None = None
+    chunk_ids: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """One edge per source, type, target and start of validity."""
+        since = self.valid_from.isoformat() if self.valid_from else ""
+        return f"{self.source}|{self.type}|{self.target}|{since}"
+
+
+@dataclass
+class WriteCounts:
+    nodes_created: int = 0
+    relationships_created: int = 0
+    relations_written: int = 0
+    relations_closed: int = 0
+    properties_set: int = 0
+    batches: int = 0
+    entities_deleted: int = 0
+
+    def add(self, other: WriteCounts) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class GraphWriter:
+    """Writes rows in batches of ``batch_size``, one transaction per batch."""
+
+    driver: Driver
+    database: str
+    batch_size: int = 1000
+    single_valued: frozenset[str] = field(default_factory=frozenset)
+
+    # -- reads the pipeline needs ------------------------------------------------------------
+
+    def existing_documents(self) -> dict[str, StoredDocument]:
+        records, _, _ = self.driver.execute_query(_EXISTING_DOCUMENTS, database_=self.database)
+        return {r["id"]: StoredDocument(r["path"], r["sha256"], r["root"]) for r in records}
+
+    def known_entities(self) -> list[KnownEntity]:
+        records, _, _ = self.driver.execute_query(_KNOWN_ENTITIES, database_=self.database)
+        return [
+            KnownEntity(
+                id=r["id"],
+                name=r["name"],
+                type=r["type"],
+                aliases=tuple(r["aliases"]),
+                description=r["description"],
+                embedding=tuple(r["embedding"]) if r["embedding"] is not None else None,
+            )
+            for r in records
+        ]
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def upsert_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
+        rows = [{"id": d.id, "path": d.path, "title": d.title, "root": d.root} for d in docs]
+        return self._batched(_UPSERT_DOCUMENTS, rows)
+
+    def complete_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
+        rows = [{"id": d.id, "sha256": d.sha256} for d in docs]
+        return self._batched(_COMPLETE_DOCUMENTS, rows)
+
+    def upsert_chunks(self, chunks: Sequence[ChunkRow]) -> WriteCounts:
+        rows = [
+            {
+                "id": c.id,
+                "document_id": c.document_id,
+                "index": c.index,
+                "text": c.text,
+                "sha256": c.sha256,
+                "embedding": c.embedding,
+            }
+            for c in chunks
+        ]
+        counts = self._batched(_UPSERT_CHUNKS, rows)
+        ordered = sorted(chunks, key=lambda c: (c.document_id, c.index))
+        links = [
+            {"previous": a.id, "next": b.id}
+            for a, b in itertools.pairwise(ordered)
+            if a.document_id == b.document_id
+        ]
+        counts.add(self._batched(_LINK_CHUNKS, links))
+        return counts
+
+    def upsert_entities(self, entities: Sequence[EntityRow]) -> WriteCounts:
+        rows = [
+            {
+                "id": e.id,
+                "name": e.name,
+                "type": e.type,
+                "description": e.description,
+                "aliases": list(dict.fromkeys(e.aliases)),
+                "embedding": e.embedding,
+            }
+            for e in entities
+        ]
+        return self._batched(_UPSERT_ENTITIES, rows)
+
+    def upsert_mentions(self, pairs: Iterable[tuple[str, str]]) -> WriteCounts:
+        rows = [{"chunk_id": c, "entity_id": e} for c, e in sorted(set(pairs))]
+        return self._batched(_UPSERT_MENTIONS, rows)
+
+    def upsert_relations(self, relations: Sequence[RelationRow]) -> WriteCounts:
+        """Merge relations (re-asserting updates provenance), then close superseded ones."""
+        merged = _merge_duplicates(relations)
+        for row in merged:
+            if not is_relation_type(row.type):
+                raise StoreError(f"refusing relationship type {row.type!r}: not UPPER_SNAKE")
+        rows = [
+            {
+                "source": r.source,
+                "target": r.target,
+                "type": r.type,
+                "key": r.key,
+                "description": r.description,
+                "weight": r.weight,
+                "valid_from": r.valid_from,
+                "valid_to": r.valid_to,
+                "chunk_ids": list(r.chunk_ids),
+            }
+            for r in merged
+        ]
+        counts = self._batched(_UPSERT_RELATIONS, rows)
+        counts.relations_written = len(rows)
+        pairs = sorted({(r.source, r.type) for r in merged if r.type in self.single_valued})
+        if pairs:
+            closing = [{"source": s, "type": t} for s, t in pairs]
+            for batch in _batches(closing, self.batch_size):
+                records = self._write(_CLOSE_SUPERSEDED, batch)
+                counts.relations_closed += sum(int(r["closed"]) for r in records)
+        return counts
+
+    def remove_document_contents(self, document_ids: Sequence[str]) -> WriteCounts:
+        """Remove chunks of these documents and whatever only they supported."""
+        counts = WriteCounts()
+        for batch in _batches(list(document_ids), max(1, self.batch_size // 10)):
+            self._write(_DETACH_CHUNK_IDS, batch, key="ids")
+            records = self._write(_DELETE_CHUNKS, batch, key="ids")
+            touched = [eid for r in records for eid in r["touched"]]
+            for ids in _batches(touched, self.batch_size):
+                deleted = self._write(_DELETE_ORPHANS, ids, key="ids")
+                counts.entities_deleted += sum(int(r["deleted"]) for r in deleted)
+        return counts
+
+    def delete_documents(self, document_ids: Sequence[str]) -> WriteCounts:
+        counts = self.remove_document_contents(document_ids)
+        for batch in _batches(list(document_ids), self.batch_size):
+            self._write(_DELETE_DOCUMENTS, batch, key="ids")
+        return counts
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _batched(self, query: LiteralString, rows: list[dict[str, Any]]) -> WriteCounts:
+        counts = WriteCounts()
+        for batch in _batches(rows, self.batch_size):
+            summary = self._write_summary(query, batch)
+            counts.nodes_created += summary.nodes_created
+            counts.relationships_created += summary.relationships_created
+            counts.properties_set += summary.properties_set
+            counts.batches += 1
+        return counts
+
+    def _write_summary(self, query: LiteralString, rows: list[Any]) -> Any:
+        def work(tx: ManagedTransaction) -> Any:
+            return tx.run(query, rows=rows, now=_now()).consume().counters
+
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+    def _write(self, query: LiteralString, rows: list[Any], *, key: str = "rows") -> list[Any]:
+        def work(tx: ManagedTransaction) -> list[Any]:
+            return list(tx.run(query, {key: rows, "now": _now()}))
+
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _batches(items: list[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _merge_duplicates(relations: Sequence[RelationRow]) -> list[RelationRow]:
+    """Fold rows with the same key so one batch never merges the same edge twice."""
+    folded: dict[str, RelationRow] = {}
+    for rel in relations:
+        seen = folded.get(rel.key)
+        if seen is None:
+            folded[rel.key] = rel
+            continue
+        folded[rel.key] = RelationRow(
+            source=rel.source,
+            target=rel.target,
+            type=rel.type,
+            description=seen.description or rel.description,
+            weight=max(seen.weight, rel.weight),
+            valid_from=seen.valid_from,
+            valid_to=seen.valid_to or rel.valid_to,
+            chunk_ids=tuple(dict.fromkeys(seen.chunk_ids + rel.chunk_ids)),
+        )
+    return list(folded.values())

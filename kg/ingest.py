@@ -1,0 +1,426 @@
+"""The ingest use case: load -> chunk -> extract (or import) -> resolve -> write.
+
+Crash safety and idempotency come from three rules:
+1. a document whose stored ``sha256`` equals its current hash is skipped (unchanged);
+2. any other document has what only it supported removed before it is written again;
+3. a document's ``sha256`` is written last, and only when every one of its chunks was
+   extracted; a run killed anywhere therefore leaves documents that the next run redoes.
+Resolution is deterministic, so the rerun ends in the same graph as one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from neo4j import Driver
+
+from kg.documents import chunk_document, document_id, load_folder
+from kg.errors import KGError
+from kg.extract import (
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionCache,
+    ExtractionResult,
+    Extractor,
+    estimate,
+    read_triplets,
+)
+from kg.graph.writer import ChunkRow, DocumentRow, EntityRow, GraphWriter, RelationRow, WriteCounts
+from kg.models import Chunk, Document, Mention
+from kg.resolve import Resolver, make_embedder
+from kg.settings import Settings
+
+
+class Progress(Protocol):
+    """What the pipeline reports while it works; the CLI draws it with rich."""
+
+    def stage(self, name: str, total: int | None) -> None: ...
+
+    def advance(self, amount: int = 1) -> None: ...
+
+
+class _Silent:
+    def stage(self, name: str, total: int | None) -> None:
+        pass
+
+    def advance(self, amount: int = 1) -> None:
+        pass
+
+
+@dataclass
+class IngestSummary:
+    """What one run did; printed as a table or, with --json, as one JSON object."""
+
+    root: str
+    dry_run: bool = False
+    documents_new: int = 0
+    documents_changed: int = 0
+    documents_unchanged: int = 0
+    documents_pruned: int = 0
+    documents_incomplete: int = 0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    import_errors: list[dict[str, Any]] = field(default_factory=list)
+    chunks: int = 0
+    entities_created: int = 0
+    entities_matched: int = 0
+    mentions_merged: int = 0
+    entities_removed: int = 0
+    relations_created: int = 0
+    relations_updated: int = 0
+    relations_closed: int = 0
+    llm_calls: int = 0
+    llm_retries: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_calls: int = 0
+    estimated_tokens: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    stopped_by_budget: bool = False
+    budget_reason: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.stopped_by_budget
+
+
+@dataclass(frozen=True)
+class ChunkFacts:
+    """A chunk's validated extraction, wherever it came from (LLM or import)."""
+
+    chunk_id: str
+    result: ExtractionResult
+
+
+def ingest(
+    settings: Settings,
+    driver: Driver,
+    path: Path,
+    *,
+    triplets: Path | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    prune: bool = False,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Run the whole pipeline over ``path``; see the module docstring for the guarantees."""
+    started = time.monotonic()
+    progress = progress or _Silent()
+    root = path.resolve()
+    summary = IngestSummary(root=str(root), dry_run=dry_run)
+    writer = GraphWriter(
+        driver,
+        settings.neo4j.database,
+        settings.write.batch_size,
+        frozenset(settings.write.single_valued_predicates),
+    )
+
+    progress.stage("loading", None)
+    if triplets is not None:
+        documents, imported = _imported_documents(triplets, root, summary)
+    else:
+        loaded = load_folder(
+            root, include=include, exclude=exclude, max_file_bytes=settings.extract.max_file_bytes
+        )
+        documents, imported = loaded.documents, {}
+        summary.skipped = [{"path": s.path, "reason": s.reason} for s in loaded.skipped]
+
+    existing = writer.existing_documents()
+    todo: list[Document] = []
+    for doc in documents:
+        stored = existing.get(doc.id)
+        if stored is None:
+            summary.documents_new += 1
+            todo.append(doc)
+        elif stored.sha256 == doc.sha256:
+            summary.documents_unchanged += 1
+        else:
+            summary.documents_changed += 1
+            todo.append(doc)
+    gone = [
+        doc_id
+        for doc_id, stored in existing.items()
+        if stored.root == str(root) and doc_id not in {d.id for d in documents}
+    ]
+
+    chunks_by_doc = {
+        doc.id: chunk_document(
+            doc, chunk_tokens=settings.extract.chunk_tokens, overlap=settings.extract.chunk_overlap
+        )
+        for doc in todo
+    }
+    all_chunks = [c for doc in todo for c in chunks_by_doc[doc.id]]
+    summary.chunks = len(all_chunks)
+
+    if dry_run:
+        if triplets is None:
+            est = estimate(all_chunks, settings.extract)
+            summary.estimated_calls = est.calls
+            summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
+        summary.documents_pruned = len(gone) if prune else 0
+        summary.seconds = round(time.monotonic() - started, 3)
+        return summary
+
+    # Extraction (or import): only validated results go on; failures are recorded.
+    incomplete: set[str] = set()
+    if triplets is not None:
+        facts = [
+            f for doc in todo for f in _facts_from_import(imported[doc.id], chunks_by_doc[doc.id])
+        ]
+    else:
+        facts = _extract(settings, all_chunks, summary, incomplete, progress)
+    summary.documents_incomplete = len(incomplete)
+
+    # Resolution against what is already in the graph.
+    progress.stage("resolving", None)
+    embedder = make_embedder(settings.resolve)
+    resolver = Resolver(settings.resolve, embedder)
+    resolver.add_known(writer.known_entities())
+    mentions, keys = _mentions(facts)
+    resolution = resolver.resolve(mentions)
+    entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
+    summary.entities_created = len(resolution.new_ids)
+    summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
+    summary.mentions_merged = len(resolution.merges)
+
+    # Writes, in the order that keeps a crash harmless (see the module docstring).
+    chunk_ok = {f.chunk_id for f in facts}
+    written_chunks = [c for c in all_chunks if c.id in chunk_ok]
+    progress.stage("writing", 6)
+    if todo:
+        removed = writer.remove_document_contents([d.id for d in todo])
+        summary.entities_removed += removed.entities_deleted
+    progress.advance()
+    doc_rows = [DocumentRow(d.id, d.path, d.title, d.sha256, str(root)) for d in todo]
+    writer.upsert_documents(doc_rows)
+    progress.advance()
+    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else []
+    writer.upsert_chunks(
+        [
+            ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, [float(x) for x in vec])
+            for c, vec in zip(written_chunks, vectors, strict=True)
+        ]
+    )
+    progress.advance()
+    used = set(resolution.entity_ids)
+    writer.upsert_entities(
+        [
+            EntityRow(
+                e.id,
+                e.name,
+                e.type,
+                e.description,
+                tuple(e.aliases),
+                list(e.embedding) if e.embedding is not None else None,
+            )
+            for e in resolution.entities.values()
+            if e.id in used
+        ]
+    )
+    progress.advance()
+    writer.upsert_mentions((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
+    progress.advance()
+    counts = writer.upsert_relations(_relations(facts, keys, entity_of))
+    summary.relations_created = counts.relationships_created
+    summary.relations_updated = counts.relations_written - counts.relationships_created
+    summary.relations_closed = counts.relations_closed
+    progress.advance()
+    writer.complete_documents([row for row in doc_rows if row.id not in incomplete])
+
+    if prune and gone:
+        pruned: WriteCounts = writer.delete_documents(gone)
+        summary.documents_pruned = len(gone)
+        summary.entities_removed += pruned.entities_deleted
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+# -- stages ------------------------------------------------------------------------------------
+
+
+def _extract(
+    settings: Settings,
+    chunks: list[Chunk],
+    summary: IngestSummary,
+    incomplete: set[str],
+    progress: Progress,
+) -> list[ChunkFacts]:
+    if not chunks:
+        return []
+    cache_path = settings.extract.cache_path
+    cache_path.parent.mkdir(parents=True, exist_ok=True)
+    extractor = Extractor(settings.extract, cache=ExtractionCache(cache_path))
+    progress.stage("extracting", len(chunks))
+    run = extractor.extract_chunks_sync(chunks, on_done=lambda _o: progress.advance())
+    summary.llm_calls = run.usage.calls
+    summary.llm_retries = run.usage.retries
+    summary.cache_hits = run.usage.cache_hits
+    summary.prompt_tokens = run.usage.prompt_tokens
+    summary.completion_tokens = run.usage.completion_tokens
+    summary.stopped_by_budget = run.stopped_by_budget
+    summary.budget_reason = run.budget_reason
+    facts: list[ChunkFacts] = []
+    for outcome in run.outcomes:
+        if outcome.result is not None:
+            facts.append(ChunkFacts(outcome.chunk_id, outcome.result))
+            continue
+        incomplete.add(outcome.document_id)
+        if not outcome.not_run:
+            summary.failures.append(
+                {"chunk_id": outcome.chunk_id, "document_id": outcome.document_id,
+                 "reason": outcome.error or "unknown"}
+            )  # fmt: skip
+    return facts
+
+
+def _imported_documents(
+    triplets: Path, root: Path, summary: IngestSummary
+) -> tuple[list[Document], dict[str, ExtractionResult]]:
+    """Documents from a triplets file; an ``id`` naming a file under ``root`` keeps its path."""
+    if not triplets.is_file():
+        raise KGError(f"triplets file not found: {triplets}")
+    result = read_triplets(triplets)
+    summary.import_errors = [{"line": n, "reason": r} for n, r in result.errors]
+    documents: list[Document] = []
+    facts: dict[str, ExtractionResult] = {}
+    for item in result.documents:
+        rel = item.id or item.title
+        doc_id = document_id(rel)
+        if doc_id in facts:
+            summary.import_errors.append({"line": 0, "reason": f"duplicate document id {rel!r}"})
+            continue
+        payload = item.text + "\x00" + item.result.model_dump_json()
+        documents.append(
+            Document(
+                id=doc_id,
+                path=rel,
+                title=item.title,
+                text=item.text,
+                sha256=hashlib.sha256(payload.encode()).hexdigest(),
+            )
+        )
+        facts[doc_id] = item.result
+    return documents, facts
+
+
+def _facts_from_import(result: ExtractionResult, chunks: list[Chunk]) -> list[ChunkFacts]:
+    """Attach a document's imported facts to the chunks whose text states them."""
+    if not chunks:
+        return []
+    by_name = {e.name.casefold(): e for e in result.entities}
+    texts = [c.text.casefold() for c in chunks]
+
+    def where(*names: str) -> list[int]:
+        forms = [
+            [n.casefold(), *(a.casefold() for a in by_name[n.casefold()].aliases)]
+            if n.casefold() in by_name
+            else [n.casefold()]
+            for n in names
+        ]
+        hits = [i for i, t in enumerate(texts) if all(any(f in t for f in fs) for fs in forms)]
+        if hits or len(names) == 1:
+            return hits or [0]
+        return where(names[0]) if where(names[0]) != [0] else where(names[1])
+
+    rels: dict[int, list[ExtractedRelation]] = defaultdict(list)
+    ents: dict[int, dict[str, ExtractedEntity]] = defaultdict(dict)
+    for rel in result.relations:
+        for i in where(rel.source, rel.target):
+            rels[i].append(rel)
+            for name in (rel.source, rel.target):
+                entity = by_name.get(name.casefold())
+                if entity is not None:
+                    ents[i][entity.name.casefold()] = entity
+    related = {n for r in result.relations for n in (r.source.casefold(), r.target.casefold())}
+    for entity in result.entities:
+        if entity.name.casefold() not in related:
+            for i in where(entity.name):
+                ents[i][entity.name.casefold()] = entity
+    return [
+        ChunkFacts(
+            chunks[i].id,
+            ExtractionResult(entities=list(ents[i].values()), relations=rels.get(i, [])),
+        )
+        for i in sorted(ents)
+    ]
+
+
+def _mentions(facts: list[ChunkFacts]) -> tuple[list[Mention], list[tuple[str, int]]]:
+    """One mention per extracted entity per chunk; keys are (chunk id, entity position)."""
+    mentions: list[Mention] = []
+    keys: list[tuple[str, int]] = []
+    for fact in facts:
+        for i, entity in enumerate(fact.result.entities):
+            mentions.append(
+                Mention(
+                    name=entity.name,
+                    type=entity.type,
+                    description=entity.description,
+                    aliases=tuple(entity.aliases),
+                    chunk_id=fact.chunk_id,
+                )
+            )
+            keys.append((fact.chunk_id, i))
+    return mentions, keys
+
+
+def _relations(
+    facts: list[ChunkFacts], keys: list[tuple[str, int]], entity_of: dict[tuple[str, int], str]
+) -> list[RelationRow]:
+    rows: list[RelationRow] = []
+    for fact in facts:
+        position: dict[str, int] = {}
+        for i, entity in enumerate(fact.result.entities):
+            for form in (entity.name, *entity.aliases):
+                position.setdefault(form.casefold(), i)
+        for rel in fact.result.relations:
+            src = position.get(rel.source.casefold())
+            dst = position.get(rel.target.casefold())
+            if src is None or dst is None:
+                continue  # the contract forbids it; never write a dangling end
+            source, target = entity_of[(fact.chunk_id, src)], entity_of[(fact.chunk_id, dst)]
+            if source == target:
+                continue  # resolution folded both ends into one entity: no self-loop
+            rows.append(
+                RelationRow(
+                    source=source,
+                    target=target,
+                    type=rel.predicate,
+                    description=rel.description,
+                    weight=rel.weight,
+                    valid_from=rel.valid_from,
+                    valid_to=rel.valid_to,
+                    chunk_ids=(fact.chunk_id,),
+                )
+            )
+    return rows
+
+
+@contextmanager
+def opened(settings: Settings) -> Iterator[Driver]:
+    """A verified driver for the CLI; closed on exit."""
+    from kg.graph.driver import open_driver, verify
+
+    driver = open_driver(settings.neo4j)
+    try:
+        verify(driver, settings.neo4j)
+        yield driver
+    finally:
+        driver.close()
+
+
+def summary_json(summary: IngestSummary) -> str:
+    return json.dumps(summary.to_dict(), ensure_ascii=False, sort_keys=True)
