@@ -13,7 +13,7 @@ from api.routes._docs import SECURED, errors
 
 #: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
 EntityId = Annotated[
-    str, PathParameter(min_length=1, max_length=512, description="The entity's `id`.")
+    str, PathParameter(min_length=1, max_length=256, description="The entity's `id`.")
 ]
 Depth = Annotated[int, QueryParameter(ge=1, le=3, description="Hops to expand, 1..3.")]
 
