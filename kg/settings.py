@@ -120,6 +120,10 @@ class SearchSettings(BaseModel):
         default_factory=lambda: {"DEPENDS_ON": 0.95, "CALLS": 0.9, "OWNED_BY": 0.85, "MENTIONS": 0.3}
     )
     default_type_weight: float = Field(0.7, ge=0, le=1)
+    fanout: int = Field(50, ge=1, le=1000, description="Relations read per node per hop.")
+    frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
+    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal rank fusion constant.")
+    relation_types_ttl_s: float = Field(60.0, ge=0, description="Cache of db.relationshipTypes().")
 
 
 class ApiSettings(BaseModel):

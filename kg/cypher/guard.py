@@ -1,0 +1,303 @@
+"""Runs registry templates, and nothing else, inside bounded READ transactions.
+
+Every run: look the template up by name (:class:`~kg.errors.NotFoundError`), validate the
+parameters with its model (:class:`~kg.errors.QueryRejected` naming the field), check any
+relation-type filter against the types the graph has, then open an explicit transaction on a
+READ session (the server rejects a write in it) with a per-query timeout, read at most the
+template's row cap and report ``truncated``. Driver errors become kg errors:
+
+    TransactionTimedOut*             -> QueryTimeout
+    ServiceUnavailable, SessionExpired,
+    refused connections              -> StoreUnavailable
+    any other server or driver error -> StoreError
+
+Explicit transactions (not ``execute_read``) because a guarded read is never retried: a
+timeout must surface at once, and an unreachable server must not cost the retry budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+from neo4j import READ_ACCESS, AsyncDriver, AsyncManagedTransaction, NotificationMinimumSeverity
+from neo4j.exceptions import (
+    AuthError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+)
+from neo4j.time import Date, DateTime, Duration, Time
+from pydantic import ValidationError
+
+from kg.cypher.params import TemplateParams
+from kg.cypher.templates import REGISTRY, Registry, Template
+from kg.errors import (
+    ConfigError,
+    KGError,
+    QueryRejected,
+    QueryTimeout,
+    StoreError,
+    StoreUnavailable,
+)
+from kg.search_models import TemplateResult
+from kg.settings import Settings
+
+_TIMEOUT_CODES = (
+    "Neo.ClientError.Transaction.TransactionTimedOut",  # also ...TimedOutClientConfiguration
+)
+# How long past the server-side timeout the client waits before giving up on its own.
+_CLIENT_GRACE_S = 2.0
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, str]]:
+    """Pydantic errors as ``{"field", "reason"}`` pairs (the shape QueryRejected carries)."""
+    out: list[dict[str, str]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"]) or "params"
+        out.append({"field": field, "reason": err["msg"]})
+    return out
+
+
+def rejected(exc: ValidationError, what: str) -> QueryRejected:
+    errors = validation_errors(exc)
+    fields = ", ".join(e["field"] for e in errors)
+    return QueryRejected(f"invalid parameters for {what}: {fields}", errors=errors)
+
+
+def plain(value: Any) -> Any:
+    """Neo4j values as JSON-ready Python: temporals become ISO 8601 strings."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, Date | DateTime | Time | Duration):
+        return value.iso_format()
+    return value
+
+
+def translate(exc: BaseException, what: str) -> KGError:
+    """A driver or server failure as the kg error a surface maps to a status code."""
+    if isinstance(exc, TimeoutError):
+        return QueryTimeout(f"{what} did not finish in time and was stopped")
+    if isinstance(exc, ServiceUnavailable | SessionExpired | ConnectionError):
+        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
+    if isinstance(exc, AuthError):
+        return StoreError(f"Neo4j refused the credentials ({what})")
+    if isinstance(exc, Neo4jError):
+        code = exc.code or ""
+        if code.startswith(_TIMEOUT_CODES):
+            return QueryTimeout(
+                f"{what} ran past its time bound and the server stopped it ({code}); "
+                "narrow it (lower depth, limit or a relation-type filter)"
+            )
+        return StoreError(f"{what} failed: {code}: {exc.message}")
+    if isinstance(exc, DriverError | OSError):
+        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
+    return StoreError(f"{what} failed: {exc!r}")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated call: which text to run with which parameters."""
+
+    template: Template
+    params: TemplateParams
+    text: LiteralString
+    row_cap: int
+
+    def cypher_params(self) -> dict[str, Any]:
+        return self.params.cypher_params()
+
+
+@dataclass
+class _TypeCache:
+    types: frozenset[str] | None = None
+    loaded_at: float = 0.0
+
+
+class Guard:
+    """The gate between callers and Neo4j. The constructor does no I/O."""
+
+    def __init__(
+        self, driver: AsyncDriver, settings: Settings, registry: Registry = REGISTRY
+    ) -> None:
+        self._driver = driver
+        self._database = settings.neo4j.database
+        self._search = settings.search
+        self.registry = registry
+        self._types = _TypeCache()
+        self._types_lock = asyncio.Lock()
+
+    # -- validation (no I/O) -------------------------------------------------------------------
+
+    def prepare(self, name: str, params: Mapping[str, Any] | TemplateParams) -> Prepared:
+        """Look up and validate; raise NotFoundError / QueryRejected."""
+        template = self.registry.get(name)
+        if isinstance(params, TemplateParams):
+            if not isinstance(params, template.params):
+                raise QueryRejected(
+                    f"template {name} takes {template.params.__name__}",
+                    errors=[{"field": "params", "reason": "wrong parameter model"}],
+                )
+            model = params
+        else:
+            if not isinstance(params, Mapping):
+                raise QueryRejected(
+                    "parameters must be an object",
+                    errors=[{"field": "params", "reason": "must be an object"}],
+                )
+            try:
+                model = template.params.model_validate(dict(params))
+            except ValidationError as exc:
+                raise rejected(exc, f"template {name}") from None
+        return Prepared(
+            template=template,
+            params=model,
+            text=template.text_for(model),
+            row_cap=min(template.row_cap, self._search.row_cap),
+        )
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self, name: str, params: Mapping[str, Any] | TemplateParams) -> TemplateResult:
+        """Validate, check relation types, run in a READ transaction, cap the rows."""
+        prepared = self.prepare(name, params)
+        types = prepared.params.relation_type_filter()
+        if types:
+            await self.check_relation_types(types)
+        started = time.perf_counter()
+        rows, truncated = await self._read(
+            prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
+        )
+        return TemplateResult(
+            template=prepared.template.name,
+            rows=rows,
+            truncated=truncated,
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def _read(
+        self, name: str, text: LiteralString, params: dict[str, Any], row_cap: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        timeout = self._search.query_timeout_s
+        what = f"template {name}"
+        try:
+            async with asyncio.timeout(timeout + _CLIENT_GRACE_S):
+                return await self._read_once(name, text, params, row_cap, timeout)
+        except KGError:
+            raise
+        except (Exception, TimeoutError) as exc:
+            raise translate(exc, what) from exc
+
+    async def _read_once(
+        self,
+        name: str,
+        text: LiteralString,
+        params: dict[str, Any],
+        row_cap: int,
+        budget_s: float,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        async with self._driver.session(
+            database=self._database,
+            default_access_mode=READ_ACCESS,
+            notifications_min_severity=NotificationMinimumSeverity.OFF,
+        ) as session:
+            tx = await session.begin_transaction(
+                metadata={"app": "kg", "template": name}, timeout=budget_s
+            )
+            try:
+                result = await tx.run(text, params)
+                rows: list[dict[str, Any]] = []
+                truncated = False
+                async for record in result:
+                    if len(rows) >= row_cap:
+                        truncated = True
+                        break
+                    rows.append(plain(record.data()))
+                return rows, truncated
+            finally:
+                # A read has nothing to commit; closing rolls back and frees the server side.
+                await tx.close()
+
+    # -- relation types -----------------------------------------------------------------------
+
+    async def relation_types(self, *, refresh: bool = False) -> frozenset[str]:
+        """Relationship types in the graph, cached for ``search.relation_types_ttl_s``."""
+        cache = self._types
+        fresh = time.monotonic() - cache.loaded_at < self._search.relation_types_ttl_s
+        if cache.types is not None and fresh and not refresh:
+            return cache.types
+        async with self._types_lock:
+            if (
+                cache.types is not None
+                and not refresh
+                and (time.monotonic() - cache.loaded_at < self._search.relation_types_ttl_s)
+            ):
+                return cache.types
+            result = await self.run("relation_types", {})
+            cache.types = frozenset(str(row["type"]) for row in result.rows)
+            cache.loaded_at = time.monotonic()
+            return cache.types
+
+    async def check_relation_types(self, types: list[str]) -> None:
+        """QueryRejected naming ``relation_types`` for a type not in the graph (after a refresh)."""
+        known = await self.relation_types()
+        if set(types) - known:
+            known = await self.relation_types(refresh=True)
+        unknown = sorted(set(types) - known)
+        if unknown:
+            raise QueryRejected(
+                f"unknown relation type(s): {', '.join(unknown)}",
+                errors=[
+                    {"field": "relation_types", "reason": f"unknown relation type {t!r}"}
+                    for t in unknown
+                ],
+            )
+
+    # -- start-up checks ----------------------------------------------------------------------
+
+    async def verify_read_only(self) -> dict[str, str]:
+        """EXPLAIN every rendered text; ConfigError unless the server calls each one a read.
+
+        Returns ``{"name/variant": query_type}``.
+        """
+        found: dict[str, str] = {}
+        for template in self.registry:
+            for variant, text in template.texts.items():
+                key = f"{template.name}/{variant}"
+                try:
+                    query_type = await self._explain(text)
+                except Exception as exc:
+                    raise translate(exc, f"EXPLAIN of {key}") from exc
+                found[key] = query_type
+                if query_type != "r":
+                    raise ConfigError(
+                        f"template {key} is not read-only (query type {query_type!r})"
+                    )
+        return found
+
+    async def _explain(self, text: LiteralString) -> str:
+        async def work(tx: AsyncManagedTransaction) -> str:
+            result = await tx.run("EXPLAIN " + text)
+            summary = await result.consume()
+            return str(summary.query_type)
+
+        async with self._driver.session(
+            database=self._database,
+            default_access_mode=READ_ACCESS,
+            notifications_min_severity=NotificationMinimumSeverity.OFF,
+        ) as session:
+            return await session.execute_read(work)
+
+    async def health(self) -> bool:
+        """True when Neo4j answers a trivial read."""
+        try:
+            await self._driver.verify_connectivity()
+        except Exception:
+            return False
+        return True

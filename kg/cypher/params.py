@@ -1,0 +1,204 @@
+"""Parameter models of the guarded templates: the only way data reaches a query.
+
+Every model forbids unknown fields, bounds every list, string and number, and turns itself
+into the ``$parameter`` map of its Cypher text with :meth:`TemplateParams.cypher_params`.
+``variant`` picks one of a template's pre-rendered texts (the hop count), never text itself.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime, time
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from kg.search_models import RELATION_TYPE_PATTERN
+
+MAX_ID_CHARS = 256
+MAX_IDS = 200
+MAX_ROWS = 10_000
+MAX_EMBEDDING_DIM = 8192
+DEPTHS = (1, 2, 3)
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+def _finite(values: list[float]) -> list[float]:
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("must hold finite numbers only")
+    return values
+
+
+EntityId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)
+]
+RelationType = Annotated[str, StringConstraints(pattern=RELATION_TYPE_PATTERN, max_length=64)]
+Depth = Annotated[int, Field(ge=1, le=3, description="Hops to expand, 1..3.")]
+Embedding = Annotated[
+    list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM), AfterValidator(_finite)
+]
+
+
+def as_of_params(as_of: date | datetime | None) -> dict[str, Any]:
+    """One instant in the four shapes a stored validFrom/validTo may have.
+
+    Cypher does not compare a DATE with a DATETIME (the result is null), so each template
+    compares a stored value with the parameter of its own type. A date means its midnight UTC;
+    a naive datetime is taken as UTC.
+    """
+    if as_of is None:
+        return {"as_of_dt": None, "as_of_local": None, "as_of_date": None, "as_of_text": None}
+    if isinstance(as_of, datetime):
+        instant = as_of if as_of.tzinfo else as_of.replace(tzinfo=UTC)
+    else:
+        instant = datetime.combine(as_of, time(0), tzinfo=UTC)
+    instant = instant.astimezone(UTC)
+    return {
+        "as_of_dt": instant,
+        "as_of_local": instant.replace(tzinfo=None),
+        "as_of_date": instant.date(),
+        "as_of_text": instant.isoformat(),
+    }
+
+
+class TemplateParams(BaseModel):
+    """Base of every template's parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def variant(self) -> str:
+        """Which pre-rendered text to run; templates without variants have one."""
+        return "default"
+
+    def relation_type_filter(self) -> list[str] | None:
+        """Types the guard must find in the graph before running (None: no filter)."""
+        return None
+
+    def cypher_params(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class _Expansion(TemplateParams):
+    depth: Depth = 2
+    as_of: date | datetime | None = Field(
+        None, description="Count only relations valid at this instant."
+    )
+    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    fanout: int = Field(50, ge=1, le=1000, description="Relations read per node and hop.")
+    frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
+    limit: int = Field(500, ge=1, le=MAX_ROWS)
+
+    def variant(self) -> str:
+        return f"depth{self.depth}"
+
+    def relation_type_filter(self) -> list[str] | None:
+        return self.relation_types
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "relation_types": self.relation_types,
+            "fanout": self.fanout,
+            "frontier_cap": self.frontier_cap,
+            "limit": self.limit,
+            **as_of_params(self.as_of),
+        }
+
+
+class SeedExpansionParams(_Expansion):
+    """Expand several seed entities at once (local search)."""
+
+    entity_ids: list[EntityId] = Field(min_length=1, max_length=50)
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {"entity_ids": self.entity_ids, **self._common()}
+
+
+class NeighborhoodParams(_Expansion):
+    """Expand one entity."""
+
+    entity_id: EntityId
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {"entity_ids": [self.entity_id], **self._common()}
+
+
+class PathsBetweenParams(TemplateParams):
+    source_id: EntityId
+    target_id: EntityId
+    depth: Depth = 3
+    as_of: date | datetime | None = None
+    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    limit: int = Field(10, ge=1, le=100)
+
+    def variant(self) -> str:
+        return f"depth{self.depth}"
+
+    def relation_type_filter(self) -> list[str] | None:
+        return self.relation_types
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "target_id": self.target_id,
+            "relation_types": self.relation_types,
+            "limit": self.limit,
+            **as_of_params(self.as_of),
+        }
+
+
+class EntityParams(TemplateParams):
+    entity_id: EntityId
+
+
+class EntitySourcesParams(TemplateParams):
+    entity_id: EntityId
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class RelationsValidAtParams(TemplateParams):
+    entity_id: EntityId
+    as_of: date | datetime
+    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    limit: int = Field(100, ge=1, le=MAX_ROWS)
+
+    def relation_type_filter(self) -> list[str] | None:
+        return self.relation_types
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {
+            "entity_id": self.entity_id,
+            "relation_types": self.relation_types,
+            "limit": self.limit,
+            **as_of_params(self.as_of),
+        }
+
+
+class EntitySeedsParams(TemplateParams):
+    """Vector and fulltext candidates for a question; ``text`` is an escaped Lucene query."""
+
+    embedding: Embedding
+    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)] = ""
+    k: int = Field(20, ge=1, le=500)
+
+
+class ChunksByVectorParams(TemplateParams):
+    embedding: Embedding
+    k: int = Field(20, ge=1, le=1000)
+
+
+class EvidenceChunksParams(TemplateParams):
+    """Chunks cited by relations (chunk_ids) or mentioning entities (MENTIONS)."""
+
+    chunk_ids: list[EntityId] = Field(default_factory=list, max_length=MAX_IDS * 5)
+    entity_ids: list[EntityId] = Field(default_factory=list, max_length=MAX_IDS)
+    per_entity: int = Field(10, ge=1, le=200)
+    limit: int = Field(500, ge=1, le=5000)
+
+
+class NoParams(TemplateParams):
+    pass

@@ -1,0 +1,218 @@
+"""Cypher text of the templates, assembled from constant fragments only.
+
+Hop counts cannot be Cypher parameters, so every depth in :data:`DEPTHS` gets its own text,
+rendered once at import by repeating constant fragments. Nothing here takes a value that a
+caller supplied: the only inputs are the whitelisted depths, and the functions refuse others.
+"""
+
+from __future__ import annotations
+
+from typing import LiteralString
+
+from kg.cypher.params import DEPTHS
+
+# Relationship-type filter on the relationship variable ``r``.
+TYPE_FILTER: LiteralString = "($relation_types IS NULL OR type(r) IN $relation_types)"
+
+
+def _bound(prop: LiteralString, op: LiteralString) -> LiteralString:
+    """``r.<prop> <op> as-of``, comparing each stored temporal type with a parameter of its type."""
+    value: LiteralString = "r." + prop
+    return (
+        "(" + value + " IS NULL OR CASE"
+        " WHEN " + value + " IS :: DATE THEN " + value + " " + op + " $as_of_date"
+        " WHEN " + value + " IS :: ZONED DATETIME THEN " + value + " " + op + " $as_of_dt"
+        " WHEN " + value + " IS :: LOCAL DATETIME THEN " + value + " " + op + " $as_of_local"
+        " WHEN " + value + " IS :: STRING THEN " + value + " " + op + " $as_of_text"
+        " ELSE false END)"
+    )
+
+
+# validFrom <= as_of AND (validTo IS NULL OR validTo > as_of); no as_of: every relation counts.
+VALID_AT: LiteralString = (
+    "($as_of_dt IS NULL OR (" + _bound("validFrom", "<=") + " AND " + _bound("validTo", ">") + "))"
+)
+
+_HOP_EDGES: LiteralString = (
+    "CALL (frontier) {\n"
+    "  UNWIND frontier AS f\n"
+    "  CALL (f) {\n"
+    "    MATCH (f)-[r]-(n:Entity)\n"
+    "    WHERE " + TYPE_FILTER + "\n"
+    "      AND " + VALID_AT + "\n"
+    "    RETURN r, n\n"
+    "    ORDER BY coalesce(r.weight, 0.0) DESC\n"
+    "    LIMIT $fanout\n"
+    "  }\n"
+)
+
+# A middle hop: keep the relations read, and the not-yet-seen nodes (capped) as next frontier.
+_HOP: LiteralString = (
+    _HOP_EDGES + "  RETURN collect(r) AS rels, collect(DISTINCT n) AS reached\n"
+    "}\n"
+    "WITH seen, edges, hop, rels, [x IN reached WHERE NOT x IN seen][..$frontier_cap] AS next\n"
+    "WITH seen + next AS seen, next AS frontier,\n"
+    "     edges + [x IN rels | {r: x, hop: hop}] AS edges, hop + 1 AS hop\n"
+)
+
+# The last hop needs no next frontier.
+_LAST_HOP: LiteralString = (
+    _HOP_EDGES + "  RETURN collect(r) AS rels\n"
+    "}\n"
+    "WITH edges + [x IN rels | {r: x, hop: hop}] AS edges\n"
+)
+
+_EXPANSION_HEAD: LiteralString = (
+    "MATCH (seed:Entity) WHERE seed.id IN $entity_ids\n"
+    "WITH collect(DISTINCT seed) AS frontier\n"
+    "WITH frontier, frontier AS seen, [] AS edges, 1 AS hop\n"
+)
+
+_EXPANSION_TAIL: LiteralString = (
+    "UNWIND edges AS e\n"
+    "WITH e.r AS r, min(e.hop) AS hop\n"
+    "ORDER BY hop, coalesce(r.weight, 0.0) DESC\n"
+    "LIMIT $limit\n"
+    "WITH r, hop, startNode(r) AS s, endNode(r) AS t\n"
+    "RETURN elementId(r) AS rel_id, type(r) AS type,\n"
+    "       s {.id, .name, .type, .description, .aliases} AS source,\n"
+    "       t {.id, .name, .type, .description, .aliases} AS target,\n"
+    "       r.description AS description, r.weight AS weight,\n"
+    "       r.validFrom AS valid_from, r.validTo AS valid_to,\n"
+    "       r.chunk_ids[..50] AS chunk_ids, hop"
+)
+
+
+def _check(depth: int) -> None:
+    if depth not in DEPTHS:
+        raise ValueError(f"depth must be one of {DEPTHS}")
+
+
+def expansion(depth: int) -> LiteralString:
+    """Breadth-first expansion from ``$entity_ids``, both directions, ``depth`` hops.
+
+    Per hop: at most ``$fanout`` relations per node (heaviest first, so a supernode with 100k
+    relations costs one bounded top-k read) and at most ``$frontier_cap`` new nodes go on.
+    Seen nodes are not expanded again; each relation is reported once, at its first hop.
+    """
+    _check(depth)
+    text: LiteralString = _EXPANSION_HEAD
+    for _ in range(depth - 1):
+        text = text + _HOP
+    return text + _LAST_HOP + _EXPANSION_TAIL
+
+
+_RANGES: dict[int, LiteralString] = {1: "{1,1}", 2: "{1,2}", 3: "{1,3}"}
+
+
+def paths_between(depth: int) -> LiteralString:
+    """Up to 10 shortest paths of at most ``depth`` hops (bidirectional search, not enumeration)."""
+    _check(depth)
+    return (
+        "MATCH p = SHORTEST 10 (a:Entity {id: $source_id})"
+        "(()-[r]-(:Entity) WHERE "
+        + TYPE_FILTER
+        + " AND "
+        + VALID_AT
+        + ")"
+        + _RANGES[depth]
+        + "(b:Entity {id: $target_id})\n"
+        "WITH p ORDER BY length(p) LIMIT $limit\n"
+        "RETURN [n IN nodes(p) | n {.id, .name, .type}] AS nodes,\n"
+        "       [x IN relationships(p) | {type: type(x), source: startNode(x).id,"
+        " target: endNode(x).id, description: x.description, weight: x.weight,"
+        " valid_from: x.validFrom, valid_to: x.validTo, chunk_ids: x.chunk_ids[..20]}]"
+        " AS relations,\n"
+        "       length(p) AS hops"
+    )
+
+
+ENTITY_BY_ID: LiteralString = (
+    "MATCH (e:Entity {id: $entity_id})\n"
+    "RETURN e {.id, .name, .type, .description, .aliases} AS entity,\n"
+    "       COUNT { (e)--() } AS degree,\n"
+    "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
+    "LIMIT 1"
+)
+
+ENTITY_SOURCES: LiteralString = (
+    "MATCH (e:Entity {id: $entity_id})\n"
+    "CALL (e) {\n"
+    "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+    "  RETURN c\n"
+    "  LIMIT $limit\n"
+    "}\n"
+    "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+    "RETURN e.id AS entity_id, e.name AS entity_name, c.id AS chunk_id, c.index AS chunk_index,\n"
+    "       c.text AS text, d.id AS document_id, d.path AS document_path,"
+    " d.title AS document_title\n"
+    "ORDER BY document_path, chunk_index\n"
+    "LIMIT $limit"
+)
+
+RELATIONS_VALID_AT: LiteralString = (
+    "MATCH (e:Entity {id: $entity_id})\n"
+    "CALL (e) {\n"
+    "  MATCH (e)-[r]-(:Entity)\n"
+    "  WHERE " + TYPE_FILTER + "\n"
+    "    AND " + VALID_AT + "\n"
+    "  RETURN r\n"
+    "  ORDER BY r.validFrom DESC, coalesce(r.weight, 0.0) DESC\n"
+    "  LIMIT $limit\n"
+    "}\n"
+    "WITH r, startNode(r) AS s, endNode(r) AS t\n"
+    "RETURN type(r) AS type, s.id AS source, s.name AS source_name,\n"
+    "       t.id AS target, t.name AS target_name, r.description AS description,\n"
+    "       r.weight AS weight, r.validFrom AS valid_from, r.validTo AS valid_to,\n"
+    "       r.chunk_ids[..50] AS chunk_ids"
+)
+
+ENTITY_SEEDS: LiteralString = (
+    "CALL () {\n"
+    "  WITH $embedding AS v WHERE v IS NOT NULL\n"
+    "  CALL db.index.vector.queryNodes('entity_embedding', $k, v) YIELD node, score\n"
+    "  RETURN collect(node {.id, .name, .type, score: score}) AS vector\n"
+    "}\n"
+    "CALL () {\n"
+    "  WITH $text AS q WHERE q <> ''\n"
+    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $k}) YIELD node, score\n"
+    "  RETURN collect(node {.id, .name, .type, score: score}) AS fulltext\n"
+    "}\n"
+    "RETURN vector, fulltext"
+)
+
+CHUNKS_BY_VECTOR: LiteralString = (
+    "CALL db.index.vector.queryNodes('chunk_embedding', $k, $embedding) YIELD node AS c, score\n"
+    "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+    "       d.id AS document_id, d.path AS document_path, score\n"
+    "ORDER BY score DESC\n"
+    "LIMIT $k"
+)
+
+EVIDENCE_CHUNKS: LiteralString = (
+    "CALL () {\n"
+    "  UNWIND $chunk_ids AS cid\n"
+    "  MATCH (c:Chunk {id: cid})\n"
+    "  RETURN c\n"
+    "  UNION\n"
+    "  UNWIND $entity_ids AS eid\n"
+    "  CALL (eid) {\n"
+    "    MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: eid})\n"
+    "    RETURN c\n"
+    "    LIMIT $per_entity\n"
+    "  }\n"
+    "  RETURN c\n"
+    "}\n"
+    "WITH DISTINCT c\n"
+    "LIMIT $limit\n"
+    "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+    "       d.id AS document_id, d.path AS document_path,\n"
+    "       [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50] AS mentions"
+)
+
+RELATION_TYPES: LiteralString = (
+    "CALL db.relationshipTypes() YIELD relationshipType\n"
+    "RETURN relationshipType AS type ORDER BY type LIMIT 10000"
+)

@@ -1,0 +1,187 @@
+"""The registry of named, read-only Cypher templates: the only Cypher search ever runs.
+
+A template is a name, a description, a parameter model and its pre-rendered texts (one per
+variant, i.e. per hop count). Callers choose a template by name and pass data; data becomes
+``$parameters`` after validation and never query text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import LiteralString
+
+from kg.cypher import render
+from kg.cypher.params import (
+    DEPTHS,
+    ChunksByVectorParams,
+    EntityParams,
+    EntitySeedsParams,
+    EntitySourcesParams,
+    EvidenceChunksParams,
+    NeighborhoodParams,
+    NoParams,
+    PathsBetweenParams,
+    RelationsValidAtParams,
+    SeedExpansionParams,
+    TemplateParams,
+)
+from kg.errors import NotFoundError
+from kg.search_models import TemplateInfo
+
+
+@dataclass(frozen=True)
+class Template:
+    """One named query. ``texts`` maps a variant (``default``, ``depth1`` ...) to its text."""
+
+    name: str
+    description: str
+    params: type[TemplateParams]
+    texts: Mapping[str, LiteralString]
+    row_cap: int
+
+    def text_for(self, params: TemplateParams) -> LiteralString:
+        return self.texts[params.variant()]
+
+    def info(self) -> TemplateInfo:
+        return TemplateInfo(
+            name=self.name,
+            description=self.description,
+            parameters=self.params.model_json_schema(),
+            row_cap=self.row_cap,
+        )
+
+
+def _one(text: LiteralString) -> Mapping[str, LiteralString]:
+    return MappingProxyType({"default": text})
+
+
+def _depths(kind: str) -> Mapping[str, LiteralString]:
+    """Every whitelisted depth rendered once, at import."""
+    texts: dict[str, LiteralString] = {}
+    for depth in DEPTHS:
+        texts[f"depth{depth}"] = (
+            render.expansion(depth) if kind == "expansion" else render.paths_between(depth)
+        )
+    return MappingProxyType(texts)
+
+
+class Registry:
+    """Templates by name. Building one does no I/O; tests may build their own."""
+
+    def __init__(self, templates: Iterable[Template]) -> None:
+        by_name: dict[str, Template] = {}
+        for template in templates:
+            if template.name in by_name:
+                raise ValueError(f"duplicate template name {template.name!r}")
+            by_name[template.name] = template
+        self._by_name = MappingProxyType(by_name)
+
+    def get(self, name: str) -> Template:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise NotFoundError(
+                f"no template named {name[:80]!r}; known: {', '.join(self._by_name)}"
+            ) from None
+
+    def __iter__(self) -> Iterator[Template]:
+        return iter(self._by_name.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def infos(self) -> list[TemplateInfo]:
+        return [t.info() for t in self]
+
+    def with_templates(self, *extra: Template) -> Registry:
+        """A copy with more templates (tests add deliberately slow or bad ones)."""
+        return Registry([*self, *extra])
+
+
+TEMPLATES: tuple[Template, ...] = (
+    Template(
+        name="entity_neighborhood",
+        description="An entity's relations and neighbours up to `depth` hops, both directions; "
+        "bounded per hop (fanout, frontier_cap); optional as_of and relation-type filter.",
+        params=NeighborhoodParams,
+        texts=_depths("expansion"),
+        row_cap=10_000,
+    ),
+    Template(
+        name="seed_expansion",
+        description="Local search's expansion: the neighbourhood of several seed entities at "
+        "once, each relation reported at the first hop it was reached.",
+        params=SeedExpansionParams,
+        texts=_depths("expansion"),
+        row_cap=10_000,
+    ),
+    Template(
+        name="paths_between",
+        description="Up to 10 shortest paths between two entities, at most `depth` hops, "
+        "shortest first.",
+        params=PathsBetweenParams,
+        texts=_depths("paths"),
+        row_cap=100,
+    ),
+    Template(
+        name="entity_sources",
+        description="An entity with the chunks that mention it and their documents.",
+        params=EntitySourcesParams,
+        texts=_one(render.ENTITY_SOURCES),
+        row_cap=1000,
+    ),
+    Template(
+        name="relations_valid_at",
+        description="An entity's relations valid at `as_of` (validFrom <= as_of and validTo "
+        "absent or later), newest first.",
+        params=RelationsValidAtParams,
+        texts=_one(render.RELATIONS_VALID_AT),
+        row_cap=10_000,
+    ),
+    Template(
+        name="entity_by_id",
+        description="One entity with its degree and number of mentioning chunks.",
+        params=EntityParams,
+        texts=_one(render.ENTITY_BY_ID),
+        row_cap=1,
+    ),
+    Template(
+        name="entity_seeds",
+        description="Candidate entities for a question: vector index and fulltext index hits.",
+        params=EntitySeedsParams,
+        texts=_one(render.ENTITY_SEEDS),
+        row_cap=1,
+    ),
+    Template(
+        name="chunks_by_vector",
+        description="Chunks nearest to an embedding (vector search baseline), with documents.",
+        params=ChunksByVectorParams,
+        texts=_one(render.CHUNKS_BY_VECTOR),
+        row_cap=1000,
+    ),
+    Template(
+        name="evidence_chunks",
+        description="Chunks cited by relations (chunk_ids) or mentioning given entities, with "
+        "their documents and which of the entities they mention.",
+        params=EvidenceChunksParams,
+        texts=_one(render.EVIDENCE_CHUNKS),
+        row_cap=5000,
+    ),
+    Template(
+        name="relation_types",
+        description="The relationship types that exist in the graph.",
+        params=NoParams,
+        texts=_one(render.RELATION_TYPES),
+        row_cap=10_000,
+    ),
+)
+
+REGISTRY = Registry(TEMPLATES)
