@@ -1,0 +1,131 @@
+"""The abbreviation table: built-in defaults, optionally replaced/extended from a YAML/JSON file.
+
+Why a table and not a model: expansions such as ``svc -> service`` or ``k8s -> kubernetes``
+are domain conventions a team wants to read and edit, and the resolver must stay offline.
+Keys and values are matched after normalization (casefolded, Cyrillic transliterated to Latin).
+
+File format (YAML or JSON)::
+
+    replace_defaults: false     # true: start from an empty table
+    abbreviations: {svc: service, k8s: kubernetes}
+    generic: [service, inc]     # tokens dropped from the "core" key (suffixes that add no identity)
+    stopwords: [and, of]        # skipped when forming an acronym from words
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kg.errors import ConfigError
+
+# Careful with "auth": in service names it almost always means authentication, while
+# authorization is spelled "authz"; both expand so the two stay apart (different tokens).
+DEFAULT_ABBREVIATIONS: Mapping[str, str] = {
+    "svc": "service",
+    "srvc": "service",
+    "servis": "service",  # Russian "сервис" after transliteration
+    "db": "database",
+    "k8s": "kubernetes",
+    "kube": "kubernetes",
+    "postgres": "postgresql",
+    "psql": "postgresql",
+    "auth": "authentication",
+    "authn": "authentication",
+    "authz": "authorization",
+    "mgmt": "management",
+    "mgr": "manager",
+    "cfg": "configuration",
+    "config": "configuration",
+    "repo": "repository",
+    "env": "environment",
+    "infra": "infrastructure",
+    "msg": "message",
+    "msgs": "messages",
+    "notif": "notification",
+    "notifs": "notifications",
+    "js": "javascript",
+    "ts": "typescript",
+    "gw": "gateway",
+    "acct": "account",
+    "org": "organization",
+    "dept": "department",
+    "prod": "production",
+    "corp": "corporation",
+    "intl": "international",
+    "univ": "university",
+    "gov": "government",
+    "govt": "government",
+    "mongo": "mongodb",
+    "gcp": "google cloud platform",
+    "aws": "amazon web services",
+}
+
+# Tokens that say what kind of thing a name is, not which one: "AuthService" and "auth" are
+# the same component. Legal forms (Inc, ООО, ПАО) belong here too.
+DEFAULT_GENERIC: frozenset[str] = frozenset(
+    {
+        "service",
+        "services",
+        "inc",
+        "llc",
+        "ltd",
+        "gmbh",
+        "plc",
+        "corporation",
+        "company",
+        "co",
+        "the",
+        "kompaniya",
+        "ooo",
+        "oao",
+        "pao",
+        "zao",
+        "ao",
+        "apache",
+    }
+)
+
+DEFAULT_STOPWORDS: frozenset[str] = frozenset(
+    {"and", "of", "for", "the", "a", "an", "to", "in", "on", "&", "i", "v", "po", "dlya", "na"}
+)
+
+
+@dataclass(frozen=True)
+class AbbreviationTable:
+    """Token expansions, generic tokens and acronym stopwords, all in normalized form."""
+
+    abbreviations: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ABBREVIATIONS))
+    generic: frozenset[str] = DEFAULT_GENERIC
+    stopwords: frozenset[str] = DEFAULT_STOPWORDS
+
+
+def load_table(path: Path | None) -> AbbreviationTable:
+    """Build the table from ``path`` (YAML or JSON) merged over the defaults; None: defaults."""
+    if path is None:
+        return AbbreviationTable()
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read abbreviations file {path}: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"abbreviations file {path} must hold a mapping")
+    replace = bool(data.get("replace_defaults", False))
+    abbreviations: dict[str, str] = {} if replace else dict(DEFAULT_ABBREVIATIONS)
+    extra = data.get("abbreviations") or {}
+    if not isinstance(extra, dict):
+        raise ConfigError(f"'abbreviations' in {path} must be a mapping")
+    abbreviations.update({str(k).casefold(): str(v).casefold() for k, v in extra.items()})
+    generic = set() if replace else set(DEFAULT_GENERIC)
+    generic.update(str(t).casefold() for t in data.get("generic") or [])
+    stopwords = set() if replace else set(DEFAULT_STOPWORDS)
+    stopwords.update(str(t).casefold() for t in data.get("stopwords") or [])
+    return AbbreviationTable(abbreviations, frozenset(generic), frozenset(stopwords))

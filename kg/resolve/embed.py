@@ -1,0 +1,178 @@
+"""Embedders: the offline character n-gram hasher (default) and any OpenAI-compatible endpoint.
+
+Why a hashing embedder by default: no machine here may download weights, and for entity names
+the useful signal is spelling (``PostgreSQL`` ~ ``Postgres``), which character n-grams carry.
+It is deterministic across processes: a fixed polynomial hash with a splitmix64 finalizer,
+never Python's salted ``hash()``. Semantic embeddings (OpenAI, Ollama, vLLM, TEI) plug in
+through the same :class:`Embedder` protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.errors import ResolutionError
+from kg.resolve.abbreviations import load_table
+from kg.resolve.normalize import Normalizer
+
+if TYPE_CHECKING:
+    from kg.settings import ResolveSettings
+
+Vectors = npt.NDArray[np.float32]
+
+_BATCH = 16_384
+_NGRAMS = (2, 3, 4)
+_PRIME = np.uint64(1_099_511_628_211)  # FNV-64 prime: spreads code points over 64 bits
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns names into L2-normalized float32 rows of width ``dim``."""
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def normalize_rows(vectors: Vectors) -> Vectors:
+    """L2-normalize rows in place (zero rows stay zero) so inner product is cosine."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    vectors /= norms
+    return vectors
+
+
+def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """splitmix64 finalizer: every input bit affects bucket and sign."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+@dataclass(frozen=True)
+class HashingEmbedder:
+    """Signed feature hashing of character 2-4 grams; vectorized over whole batches.
+
+    Text is first put through the resolver's normalizer (``auth-svc`` -> ``#authentication#
+    service#``, ``Кафка`` -> ``#kafka#``), so spelling conventions and abbreviations do not
+    move a name in the space; the abbreviations file is read on first use.
+    """
+
+    dimension: int = 256
+    abbreviations_file: Path | None = None
+
+    @property
+    def dim(self) -> int:
+        return self.dimension
+
+    @cached_property
+    def _normalizer(self) -> Normalizer:
+        return Normalizer(load_table(self.abbreviations_file))
+
+    def prepare(self, text: str) -> str:
+        """``AuthService`` -> ``#authentication#service#``: normalized, word-boundary marked."""
+        return "#" + "#".join(self._normalizer.words(text)) + "#"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), _BATCH):
+            batch = [self.prepare(t) for t in texts[start : start + _BATCH]]
+            out[start : start + len(batch)] = self._embed_prepared(batch)
+        return out
+
+    def _embed_prepared(self, batch: list[str]) -> Vectors:
+        n, dim = len(batch), self.dimension
+        joined = "\x00".join(batch) + "\x00"
+        codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        is_sep = codes == 0
+        row = np.cumsum(is_sep) - is_sep  # row index of every position
+        sums = np.zeros(n * dim, dtype=np.float64)
+        for size in _NGRAMS:
+            m = len(codes) - size + 1
+            h = np.zeros(m, dtype=np.uint64)
+            for j in range(size):
+                h = h * _PRIME + codes[j : j + m]
+            valid = row[:m] == row[size - 1 : size - 1 + m]
+            valid &= ~is_sep[size - 1 : size - 1 + m]
+            h = _mix(h[valid] + np.uint64(size))
+            bucket = (h % np.uint64(dim)).astype(np.int64)
+            sign = np.where((h >> np.uint64(63)) == 1, 1.0, -1.0)
+            sums += np.bincount(row[:m][valid] * dim + bucket, weights=sign, minlength=n * dim)
+        return normalize_rows(sums.reshape(n, dim).astype(np.float32))
+
+
+@dataclass
+class EmbeddingUsage:
+    """Calls and tokens spent on an embeddings endpoint (reported like extraction calls)."""
+
+    calls: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint, in batches. The client is made lazily."""
+
+    base_url: str | None
+    api_key: str
+    model: str
+    dimension: int
+    batch_size: int = 256
+    send_dimensions: bool = True
+    timeout_s: float = 60.0
+    usage: EmbeddingUsage = field(default_factory=EmbeddingUsage)
+    _client: Any = None
+
+    @property
+    def dim(self) -> int:
+        return self.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import openai
+
+        if self._client is None:
+            self._client = openai.OpenAI(
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s
+            )
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = [t if t.strip() else "?" for t in texts[start : start + self.batch_size]]
+            extra: dict[str, Any] = {"dimensions": self.dimension} if self.send_dimensions else {}
+            try:
+                reply = self._client.embeddings.create(model=self.model, input=batch, **extra)
+            except openai.OpenAIError as exc:
+                raise ResolutionError(f"embeddings endpoint failed: {exc}") from exc
+            self.usage.calls += 1
+            if reply.usage is not None:
+                self.usage.tokens += int(reply.usage.total_tokens)
+            for item in reply.data:
+                vec = np.asarray(item.embedding, dtype=np.float32)
+                if vec.shape != (self.dimension,):
+                    raise ResolutionError(
+                        f"model {self.model!r} returned {vec.shape[0]}-d vectors; "
+                        f"set resolve.embedding_dim to {vec.shape[0]}"
+                    )
+                out[start + item.index] = vec
+        return normalize_rows(out)
+
+
+def make_embedder(settings: ResolveSettings) -> Embedder:
+    """The embedder ``settings.embedder`` names; ``hashing`` needs nothing outside the process."""
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(
+            base_url=settings.embed_base_url,
+            api_key=settings.embed_api_key.get_secret_value(),
+            model=settings.embed_model,
+            dimension=settings.embedding_dim,
+        )
+    return HashingEmbedder(settings.embedding_dim, settings.abbreviations_file)

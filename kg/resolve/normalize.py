@@ -1,0 +1,186 @@
+"""Name normalization: the keys two surface forms must share to be the same entity.
+
+Why several keys: each one catches a different kind of variation, and each is cheap.
+
+- ``compact``: NFKC, casefold, camelCase/snake/kebab split, Cyrillic transliterated to Latin,
+  abbreviations expanded, light plural stemming, joined without spaces. ``auth-svc``,
+  ``AuthService``, ``auth_service`` and ``Auth Service`` all give ``authenticationservice``;
+  ``Кафка`` and ``Kafka`` both give ``kafka``. Equality here is the exact-normalized match.
+- ``core``: ``compact`` without generic tokens (service, Inc, ООО …): ``PaymentService`` and
+  ``Payment`` share it, ``PaymentsGateway`` does not.
+- ``phonetic``: a coarse spelling key (c/k/q, ph/f, y/i, doubled letters) so that a
+  transliteration (``Докер`` -> ``doker``) lands near the English spelling (``docker``).
+- ``acronyms`` / ``short``: ``Identity and Access Management`` offers ``iam``; ``IAM`` is a
+  short form. The resolver pairs them only within one type and only when unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cached_property
+
+from kg.resolve.abbreviations import AbbreviationTable
+
+_CYRILLIC = {
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
+    "з": "z", "и": "i", "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o",
+    "п": "p", "р": "r", "с": "s", "т": "t", "у": "u", "ф": "f", "х": "kh", "ц": "ts",
+    "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "", "э": "e", "ю": "yu",
+    "я": "ya", "і": "i", "ї": "yi", "є": "ye", "ґ": "g",
+}  # fmt: skip
+_TRANSLIT = str.maketrans(_CYRILLIC)
+_CYRILLIC_RE = re.compile("[а-яёіїєґ]")
+
+_CAMEL_LOWER_UPPER = re.compile(r"(?<=[a-zà-ÿа-яё])(?=[A-ZÀ-ÞА-ЯЁ])")
+_CAMEL_ACRONYM_WORD = re.compile(r"(?<=[A-ZÀ-ÞА-ЯЁ]{2})(?=[A-ZÀ-ÞА-ЯЁ][a-zà-ÿа-яё])")
+_APOSTROPHES = re.compile(r"['’`ʼ]")
+_TOKEN = re.compile(r"[^\W_]+")
+_GLUED_SUFFIXES = ("service", "svc")
+
+# Ordered rewrites for the phonetic key; "\x01" protects "ch" from the c -> k rule.
+_PHONETIC_STEPS: tuple[tuple[str, str], ...] = (
+    ("sch", "sh"), ("tch", "ch"), ("ch", "\x01"), ("ph", "f"), ("th", "t"), ("ck", "k"),
+    ("c", "k"), ("q", "k"), ("x", "ks"), ("kh", "h"), ("w", "v"), ("y", "i"), ("ee", "i"),
+    ("oo", "u"), ("ea", "e"), ("\x01", "ch"),
+)  # fmt: skip
+_DOUBLED = re.compile(r"(.)\1+")
+
+
+def transliterate(text: str) -> str:
+    """Cyrillic to Latin (casefolded input), with ``дж -> j`` so ``Джава`` meets ``Java``."""
+    return text.replace("дж", "j").translate(_TRANSLIT)
+
+
+def phonetic(text: str) -> str:
+    """A coarse spelling key over Latin text; only used for similarity, never for identity."""
+    for old, new in _PHONETIC_STEPS:
+        text = text.replace(old, new)
+    return _DOUBLED.sub(r"\1", text)
+
+
+def camel_split(word: str) -> str:
+    """``AuthService`` -> ``Auth Service``, ``HTTPServer`` -> ``HTTP Server``; ``OAuth`` stays."""
+    return _CAMEL_ACRONYM_WORD.sub(" ", _CAMEL_LOWER_UPPER.sub(" ", word))
+
+
+def _stem(token: str) -> str:
+    """Drop an English plural ``s`` (services -> service) but keep ``ss``, ``us``, ``is``."""
+    if len(token) > 4 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """Everything the scorer needs about one surface form, computed once."""
+
+    text: str
+    tokens: tuple[str, ...]
+    compact: str
+    core: tuple[str, ...]
+    core_compact: str
+    phonetic: str
+    acronyms: tuple[str, ...]
+    short: str | None
+    cyrillic: bool
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Turns names into :class:`Form` s using an :class:`AbbreviationTable`."""
+
+    table: AbbreviationTable
+
+    @cached_property
+    def _protected(self) -> frozenset[str]:
+        """Words kept whole although camelCase: ``PostgreSQL``, ``MongoDB``, ``JavaScript``."""
+        words = set(self.table.abbreviations)
+        words.update(v for v in self.table.abbreviations.values() if " " not in v)
+        return frozenset(words)
+
+    def words(self, name: str) -> tuple[str, ...]:
+        """Normalized, expanded words of ``name`` (not stemmed): what the hashing embedder sees."""
+        text = unicodedata.normalize("NFKC", name)
+        text = _APOSTROPHES.sub("", text).replace("&", " and ")
+        out: list[str] = []
+        for word in _TOKEN.findall(text):
+            folded = transliterate(word.casefold())
+            if folded in self._protected:
+                parts = [folded]
+            else:
+                parts = _TOKEN.findall(transliterate(camel_split(word).casefold()))
+            for raw in parts:
+                for token in self._unglue(raw):
+                    out.extend(self._expand(token))
+        return tuple(out)
+
+    def tokens(self, name: str) -> tuple[str, ...]:
+        """``words`` with light plural stemming: the units keys and scores are built from."""
+        return tuple(_stem(w) for w in self.words(name))
+
+    def key(self, name: str) -> str:
+        """The exact-match key (see module docstring)."""
+        return "".join(self.tokens(name))
+
+    def form(self, name: str) -> Form:
+        """Analyze one surface form."""
+        tokens = self.tokens(name)
+        generic = self.table.generic
+        core = tuple(t for t in tokens if t not in generic) or tokens
+        core_compact = "".join(core)
+        folded = unicodedata.normalize("NFKC", name).casefold()
+        cyrillic = bool(_CYRILLIC_RE.search(folded))
+        return Form(
+            text=name,
+            tokens=tokens,
+            compact="".join(tokens),
+            core=core,
+            core_compact=core_compact,
+            phonetic=phonetic(core_compact),
+            acronyms=self._acronyms(folded),
+            short=_short_form(name),
+            cyrillic=cyrillic,
+        )
+
+    def _unglue(self, token: str) -> list[str]:
+        if token in self.table.abbreviations:
+            return [token]
+        for suffix in _GLUED_SUFFIXES:
+            if token.endswith(suffix) and len(token) >= len(suffix) + 3:
+                return [token[: -len(suffix)], suffix]
+        return [token]
+
+    def _expand(self, token: str) -> list[str]:
+        table = self.table.abbreviations
+        expanded = table.get(token)
+        if expanded is None:
+            expanded = table.get(_stem(token), token)
+        return expanded.split()
+
+    def _acronyms(self, folded: str) -> tuple[str, ...]:
+        """Initials of the words of a multi-word name, in both scripts, without stopwords."""
+        words = ["".join(_TOKEN.findall(w)) for w in folded.split()]
+        words = [w for w in words if w]
+        if len(words) < 2:
+            return ()
+        found: list[str] = []
+        for script_words in (words, [transliterate(w) for w in words]):
+            content = [w for w in script_words if w not in self.table.stopwords]
+            for chosen in (content, script_words):
+                if len(chosen) >= 2 and all(w[0].isalpha() for w in chosen):
+                    initials = "".join(w[0] for w in chosen)
+                    if initials not in found:
+                        found.append(initials)
+        return tuple(found)
+
+
+def _short_form(name: str) -> str | None:
+    """``IAM``, ``МВД``, ``IaC``: one token, 2-6 characters, at least two capitals."""
+    text = unicodedata.normalize("NFKC", name).strip()
+    if not 2 <= len(text) <= 6 or not text.isalnum():
+        return None
+    if sum(1 for c in text if c.isupper()) < 2:
+        return None
+    return text.casefold()

@@ -1,0 +1,88 @@
+"""Pair scoring: how likely two surface forms of the same type name one entity.
+
+The score is in [0, 1] with a method naming the evidence. Strong evidence (equal normalized
+keys) scores near 1. Otherwise string similarity leads and the embedding cosine can only
+raise it: with the offline hashing embedder the cosine repeats the spelling signal, while a
+semantic embedder adds meaning.
+
+The token guard is what keeps hard negatives apart. Every core token of each side must find
+a partner on the other side (equal, or a near spelling of a long word, e.g. a typo or a Russian
+case ending); digits must agree exactly. ``AuthService``/``AuthzService`` (authentication vs
+authorization), ``Java``/``JavaScript`` and ``PaymentService``/``PaymentsGateway`` fail it,
+so however close their spelling, they can at most reach the uncertain band, where only an
+LLM adjudicator (if enabled) may join them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rapidfuzz import fuzz
+
+from kg.resolve.normalize import Form
+
+_DIGITS = re.compile(r"\d+")
+TOKEN_MATCH = 85.0  # rapidfuzz ratio two long tokens need to count as one word misspelt
+TOKEN_MIN_LEN = 5  # shorter tokens must be equal: "auth"/"oath", "v1"/"v2"
+COMPACT_MATCH = 90.0  # whole-name ratio that excuses a different word split plus a typo
+COMPACT_MIN_LEN = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A pair's score, the evidence behind it, and whether the token guard passed."""
+
+    value: float
+    method: str
+    guarded: bool = True
+
+
+def _token_match(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if len(a) < TOKEN_MIN_LEN or len(b) < TOKEN_MIN_LEN or a[0] != b[0]:
+        return False
+    if _DIGITS.search(a) or _DIGITS.search(b):
+        return False
+    return fuzz.ratio(a, b) >= TOKEN_MATCH
+
+
+def tokens_compatible(a: Form, b: Form) -> bool:
+    """Each core token of each side has a partner on the other side, and digits agree."""
+    if _DIGITS.findall(a.core_compact) != _DIGITS.findall(b.core_compact):
+        return False
+    if all(any(_token_match(x, y) for y in b.core) for x in a.core) and all(
+        any(_token_match(y, x) for x in a.core) for y in b.core
+    ):
+        return True
+    shortest = min(len(a.core_compact), len(b.core_compact))
+    return (
+        shortest >= COMPACT_MIN_LEN and fuzz.ratio(a.core_compact, b.core_compact) >= COMPACT_MATCH
+    )
+
+
+def string_similarity(a: Form, b: Form) -> float:
+    """Best of spelling-key ratio and token-sort ratio over the core tokens, in [0, 1]."""
+    phon = fuzz.ratio(a.phonetic, b.phonetic)
+    tokens = fuzz.token_sort_ratio(" ".join(a.core), " ".join(b.core))
+    return max(phon, tokens) / 100.0
+
+
+def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score:
+    """Score two forms of the same type; unguarded scores stay below ``merge_threshold``."""
+    if a.compact == b.compact:
+        return Score(1.0, "exact-normalized")
+    if a.core_compact == b.core_compact:
+        return Score(0.97, "exact-core")
+    if a.phonetic == b.phonetic and _DIGITS.findall(a.compact) == _DIGITS.findall(b.compact):
+        return Score(0.93, "transliteration" if a.cyrillic != b.cyrillic else "phonetic")
+    if (a.short is not None and a.short in b.acronyms) or (
+        b.short is not None and b.short in a.acronyms
+    ):
+        return Score(0.95, "acronym")
+    text = string_similarity(a, b)
+    value = max(text, 0.5 * max(cosine, 0.0) + 0.5 * text)
+    if not tokens_compatible(a, b):
+        return Score(min(value, merge_threshold - 0.01), "embedding+string", guarded=False)
+    return Score(value, "embedding+string")
