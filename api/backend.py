@@ -15,7 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 from neo4j import AsyncDriver
 from neo4j.exceptions import AuthError, DriverError, ServiceUnavailable, SessionExpired
 
-from kg.errors import StoreUnavailable
+from api.redact import scrub
+from kg.errors import StoreError, StoreUnavailable
 from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
 from kg.settings import Settings
 
@@ -33,6 +34,9 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
 
 #: What a failed template verification at start-up can raise when Neo4j is the problem.
 _STARTUP_FAILURES: tuple[type[BaseException], ...] = (TimeoutError, DriverError, *UNREACHABLE)
+
+#: What leaves the API running but degraded (503) at start-up, rather than refusing to start.
+_DEGRADED: tuple[type[BaseException], ...] = (StoreError, *UNREACHABLE)
 
 
 @runtime_checkable
@@ -82,10 +86,13 @@ class Backend:
         """Verify templates if Neo4j answers; log and carry on (degraded) if it does not."""
         try:
             await self.acquire()
-        except UNREACHABLE as exc:
+        except _DEGRADED as exc:
+            # StoreError covers refused credentials; the message is scrubbed of secrets
+            secrets = [self.settings.neo4j.password.get_secret_value()]
             logger.warning(
-                "Neo4j is not reachable at start-up (%s); serving 503 until it answers",
+                "Neo4j is not usable at start-up (%s: %s); serving 503 until it answers",
                 type(exc).__name__,
+                scrub(str(exc), secrets),
             )
             return False
         return True

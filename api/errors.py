@@ -17,7 +17,6 @@ so neither a stack trace nor a Neo4j credential can reach a client.
 from __future__ import annotations
 
 import logging
-import re
 import traceback
 from typing import Any
 
@@ -35,6 +34,7 @@ from neo4j.exceptions import Neo4jError
 
 from api.backend import UNREACHABLE
 from api.models import ErrorBody, FieldError
+from api.redact import scrub
 from kg.errors import NotFoundError, QueryRejected, QueryTimeout, StoreError
 
 logger = logging.getLogger("kg.api")
@@ -57,7 +57,6 @@ _CODES = {
     503: "unavailable",
     504: "timeout",
 }
-_URI_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 
 
 def _code(status: int) -> str:
@@ -105,15 +104,6 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
 
 def _body(status: int, detail: str, errors: list[FieldError] | None = None) -> ErrorBody:
     return ErrorBody(status_code=status, error=_code(status), detail=detail, errors=errors or [])
-
-
-def scrub(text: str, secrets: list[str]) -> str:
-    """Remove secrets and ``user:pass@`` URI parts from text bound for the log."""
-    text = _URI_USERINFO.sub("***@", text)
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
 
 
 def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

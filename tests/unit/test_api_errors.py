@@ -16,7 +16,8 @@ from litestar.testing import TestClient
 from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
 from api.app import create_app
-from api.errors import classify, scrub
+from api.errors import classify
+from api.redact import scrub
 from kg.errors import (
     ConfigError,
     NotFoundError,
