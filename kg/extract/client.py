@@ -307,6 +307,10 @@ class Extractor:
                 reason = f"{type(exc).__name__}: {exc}"
                 return outcome(None, _shorten(reason), meter.usage(failed=True))
             meter.add_usage(getattr(completion, "usage", None), budget)
+            # A clean copy: instructor hangs the raw completion on the model it returns.
+            result = ExtractionResult.model_validate(
+                result.model_dump(mode="json"), context={"ontology": ontology}
+            )
             if self.cache is not None:
                 try:
                     await self.cache.aput(chunk.sha256, settings.model, result, ontology)
