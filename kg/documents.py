@@ -532,31 +532,41 @@ def chunk_document(doc: Document, *, chunk_tokens: int, overlap: int) -> list[Ch
         raise ValueError("overlap must not be negative")
     text = doc.text
     texts: list[str] = []
-    cur_start: int | None = None
-    cur_end = 0
-    cur_tokens = 0
+    cur: list[_Block] = []
 
-    def flush() -> None:
-        nonlocal cur_start, cur_tokens
-        if cur_start is not None:
-            piece = text[cur_start:cur_end].strip()
+    def emit(blocks: Sequence[_Block]) -> None:
+        if blocks:
+            piece = text[blocks[0].start : blocks[-1].end].strip()
             if piece:
                 texts.append(piece)
-        cur_start, cur_tokens = None, 0
+
+    def split_headings(blocks: list[_Block]) -> tuple[list[_Block], list[_Block]]:
+        """(body, trailing headings): a heading belongs with what follows it."""
+        i = len(blocks)
+        while i > 0 and blocks[i - 1].heading:
+            i -= 1
+        return blocks[:i], blocks[i:]
 
     for block in _blocks(text):
         if block.tokens > chunk_tokens:
-            flush()
-            texts.extend(_split_span(text, block.start, block.end, chunk_tokens, overlap))
+            body, lead = split_headings(cur)
+            emit(body)
+            start = lead[0].start if lead else block.start
+            texts.extend(_split_span(text, start, block.end, chunk_tokens, overlap))
+            cur = []
             continue
+        cur_tokens = sum(b.tokens for b in cur)
         starts_section = block.heading and cur_tokens >= chunk_tokens // 4
-        if cur_start is not None and (cur_tokens + block.tokens > chunk_tokens or starts_section):
-            flush()
-        if cur_start is None:
-            cur_start = block.start
-        cur_end = block.end
-        cur_tokens += block.tokens
-    flush()
+        if cur and (cur_tokens + block.tokens > chunk_tokens or starts_section):
+            body, lead = split_headings(cur)
+            if body and sum(b.tokens for b in lead) + block.tokens <= chunk_tokens:
+                emit(body)
+                cur = lead
+            else:
+                emit(cur)
+                cur = []
+        cur.append(block)
+    emit(cur)
 
     chunks: list[Chunk] = []
     for index, chunk_text in enumerate(texts):

@@ -75,12 +75,7 @@ class ExtractionCache:
     ) -> ExtractionResult | None:
         """The cached result, or None (a row that no longer validates counts as a miss)."""
         key = cache_key(chunk_sha256, model, ontology)
-        with self._lock:
-            row = (
-                self._connection()
-                .execute("SELECT value FROM extractions WHERE key = ?", (key,))
-                .fetchone()
-            )
+        row = self._fetch("SELECT value FROM extractions WHERE key = ?", key)
         if row is None:
             return None
         try:
@@ -92,13 +87,7 @@ class ExtractionCache:
 
     def contains(self, chunk_sha256: str, model: str, ontology: Ontology | None = None) -> bool:
         key = cache_key(chunk_sha256, model, ontology)
-        with self._lock:
-            row = (
-                self._connection()
-                .execute("SELECT 1 FROM extractions WHERE key = ?", (key,))
-                .fetchone()
-            )
-        return row is not None
+        return self._fetch("SELECT 1 FROM extractions WHERE key = ?", key) is not None
 
     def put(
         self,
@@ -110,11 +99,22 @@ class ExtractionCache:
         key = cache_key(chunk_sha256, model, ontology)
         value = json.dumps(result.model_dump(mode="json"), ensure_ascii=False)
         now = datetime.now(UTC).isoformat()
-        with self._lock:
-            self._connection().execute(
-                "INSERT OR REPLACE INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, chunk_sha256, model, PROMPT_VERSION, SCHEMA_VERSION, value, now),
-            )
+        try:
+            with self._lock:
+                self._connection().execute(
+                    "INSERT OR REPLACE INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, chunk_sha256, model, PROMPT_VERSION, SCHEMA_VERSION, value, now),
+                )
+        except sqlite3.Error as exc:
+            raise ExtractionError(f"extraction cache {self.path}: write failed: {exc}") from exc
+
+    def _fetch(self, sql: str, key: str) -> tuple[str] | None:
+        try:
+            with self._lock:
+                row: tuple[str] | None = self._connection().execute(sql, (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise ExtractionError(f"extraction cache {self.path}: read failed: {exc}") from exc
+        return row
 
     async def aget(
         self, chunk_sha256: str, model: str, ontology: Ontology | None = None

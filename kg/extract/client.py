@@ -259,7 +259,11 @@ class Extractor:
             return ChunkOutcome(chunk.id, chunk.document_id, result, error, cached, usage)
 
         if self.cache is not None:
-            hit = await self.cache.aget(chunk.sha256, settings.model, ontology)
+            try:
+                hit = await self.cache.aget(chunk.sha256, settings.model, ontology)
+            except ExtractionError as exc:  # a broken cache costs calls, not the run
+                log.warning("%s", exc)
+                hit = None
             if hit is not None:
                 return outcome(hit, None, Usage(cache_hits=1), cached=True)
 

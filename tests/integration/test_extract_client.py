@@ -349,3 +349,13 @@ def test_constructor_does_no_io() -> None:
         base_url="http://127.0.0.1:9/v1", ontology_file=Path("/missing.yaml")
     )
     Extractor(settings, cache=ExtractionCache(Path("/nonexistent/dir/cache.sqlite")))
+
+
+def test_broken_cache_costs_calls_not_the_run(llm: ScriptedLLM, tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"not a database" * 100)
+    llm.script(Reply(payload=GOOD))
+    with ExtractionCache(path) as cache:
+        run = _run(_settings(llm), [_chunk(TEXT)], cache=cache)
+    assert run.outcomes[0].ok
+    assert llm.calls == 1

@@ -325,3 +325,14 @@ def test_code_fence_is_not_split_on_blank_lines() -> None:
 def test_bad_sizes_rejected() -> None:
     with pytest.raises(ValueError, match="chunk_tokens"):
         chunk_document(_doc("x"), chunk_tokens=0, overlap=0)
+
+
+def test_heading_stays_with_its_section() -> None:
+    big = " ".join(["alpha"] * 80)
+    doc = _doc(f"# Intro\n\n{big}")
+    chunks = chunk_document(doc, chunk_tokens=40, overlap=0)
+    assert chunks[0].text.startswith("# Intro\n\nalpha")  # never a lone heading chunk
+    para = " ".join(["beta"] * 15)
+    doc = _doc(f"{para}\n\n## Next\n\n{para}")
+    texts = [c.text for c in chunk_document(doc, chunk_tokens=25, overlap=0)]
+    assert texts == [para, f"## Next\n\n{para}"]

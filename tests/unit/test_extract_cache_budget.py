@@ -115,3 +115,12 @@ def test_estimate_without_calls_and_with_cache(tmp_path: Path) -> None:
     assert cached.calls == 2
     assert cached.cached == 1
     assert cached.total_tokens < est.total_tokens
+
+
+def test_corrupt_cache_file_raises_extraction_error(tmp_path: Path) -> None:
+    from kg.errors import ExtractionError
+
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with ExtractionCache(path) as cache, pytest.raises(ExtractionError, match="cache"):
+        cache.get("sha", "m")
