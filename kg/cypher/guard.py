@@ -55,12 +55,20 @@ _CLIENT_GRACE_S = 2.0
 
 
 def validation_errors(exc: ValidationError) -> list[dict[str, str]]:
-    """Pydantic errors as ``{"field", "reason"}`` pairs (the shape QueryRejected carries)."""
-    out: list[dict[str, str]] = []
+    """Pydantic errors as ``{"field", "reason"}`` pairs (the shape QueryRejected carries).
+
+    The field is the parameter name plus list positions (``relation_types.0``); the tags
+    pydantic adds for union members (``as_of.date``) are dropped and their reasons joined.
+    """
+    reasons: dict[str, list[str]] = {}
     for err in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or "params"
-        out.append({"field": field, "reason": err["msg"]})
-    return out
+        loc = err["loc"]
+        head = str(loc[0]) if loc else "params"
+        field = head + "".join(f".{p}" for p in loc[1:] if isinstance(p, int))
+        bucket = reasons.setdefault(field, [])
+        if err["msg"] not in bucket:
+            bucket.append(err["msg"])
+    return [{"field": f, "reason": "; ".join(r)} for f, r in reasons.items()]
 
 
 def rejected(exc: ValidationError, what: str) -> QueryRejected:

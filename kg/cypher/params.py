@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from kg.cypher.lucene import escape_lucene
 from kg.search_models import RELATION_TYPE_PATTERN
 
 MAX_ID_CHARS = 256
@@ -179,11 +180,18 @@ class RelationsValidAtParams(TemplateParams):
 
 
 class EntitySeedsParams(TemplateParams):
-    """Vector and fulltext candidates for a question; ``text`` is an escaped Lucene query."""
+    """Vector and fulltext candidates for a question.
 
-    embedding: Embedding
+    ``text`` is plain text: it is escaped here, so Lucene syntax in it is searched for, never
+    parsed. Without ``embedding`` only the fulltext index is asked.
+    """
+
+    embedding: Embedding | None = None
     text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)] = ""
     k: int = Field(20, ge=1, le=500)
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {"embedding": self.embedding, "text": escape_lucene(self.text), "k": self.k}
 
 
 class ChunksByVectorParams(TemplateParams):
