@@ -10,6 +10,7 @@ File format (YAML or JSON)::
     abbreviations: {svc: service, k8s: kubernetes}
     generic: [service, inc]     # tokens dropped from the "core" key (suffixes that add no identity)
     stopwords: [and, of]        # skipped when forming an acronym from words
+    vendors: [apache]           # leading vendor names ("Apache Kafka" ~ "Kafka")
 """
 
 from __future__ import annotations
@@ -62,8 +63,19 @@ DEFAULT_ABBREVIATIONS: Mapping[str, str] = {
     "gov": "government",
     "govt": "government",
     "mongo": "mongodb",
-    "gcp": "google cloud platform",
-    "aws": "amazon web services",
+    "golang": "go",
+    "jan": "january",
+    "feb": "february",
+    "mar": "march",
+    "apr": "april",
+    "jun": "june",
+    "jul": "july",
+    "aug": "august",
+    "sep": "september",
+    "sept": "september",
+    "oct": "october",
+    "nov": "november",
+    "dec": "december",
 }
 
 # Tokens that say what kind of thing a name is, not which one: "AuthService" and "auth" are
@@ -87,9 +99,30 @@ DEFAULT_GENERIC: frozenset[str] = frozenset(
         "pao",
         "zao",
         "ao",
-        "apache",
+        "com",
+        "net",
+        "io",
+        "ru",
+        "javascript",  # "React.js", "ReactJS": the .js suffix names no new thing
+        "pjsc",
+        "jsc",
+        "ojsc",
+        "goskorporatsiya",  # "Госкорпорация Росатом"
+        "of",
+        "rossii",  # "МВД России", "ФНС России": the country adds nothing inside one country
+        "rf",
+        "russia",
+        "g",  # "г. Москва"
+        "gorod",
     }
 )
+
+# Vendor prefixes: "Apache Kafka" is Kafka, but "Google Cloud" is not "Amazon Cloud", so a
+# vendor is dropped from the core only while the other side names no different vendor.
+DEFAULT_VENDORS: frozenset[str] = frozenset(
+    {"apache", "hashicorp", "atlassian", "microsoft", "ms", "google", "amazon", "aws", "oracle",
+     "ibm", "adobe", "jetbrains", "elastic", "mozilla", "redhat"}
+)  # fmt: skip
 
 DEFAULT_STOPWORDS: frozenset[str] = frozenset(
     {"and", "of", "for", "the", "a", "an", "to", "in", "on", "&", "i", "v", "po", "dlya", "na"}
@@ -103,6 +136,7 @@ class AbbreviationTable:
     abbreviations: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ABBREVIATIONS))
     generic: frozenset[str] = DEFAULT_GENERIC
     stopwords: frozenset[str] = DEFAULT_STOPWORDS
+    vendors: frozenset[str] = DEFAULT_VENDORS
 
 
 def load_table(path: Path | None) -> AbbreviationTable:
@@ -128,4 +162,8 @@ def load_table(path: Path | None) -> AbbreviationTable:
     generic.update(str(t).casefold() for t in data.get("generic") or [])
     stopwords = set() if replace else set(DEFAULT_STOPWORDS)
     stopwords.update(str(t).casefold() for t in data.get("stopwords") or [])
-    return AbbreviationTable(abbreviations, frozenset(generic), frozenset(stopwords))
+    vendors = set() if replace else set(DEFAULT_VENDORS)
+    vendors.update(str(t).casefold() for t in data.get("vendors") or [])
+    return AbbreviationTable(
+        abbreviations, frozenset(generic), frozenset(stopwords), frozenset(vendors)
+    )

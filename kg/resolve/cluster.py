@@ -3,7 +3,10 @@
 Why anchors: a new form joins a cluster only by its score against the cluster's anchor (the
 founding form, or the graph's name for an existing entity), never against any member. So a
 chain A~B~C of individually plausible links cannot glue A to C, and one weak link never merges
-two clusters: the resolver never merges existing clusters at all.
+two clusters: the resolver never merges existing clusters at all. The one exception is the
+anchor's acronym partner (``IAM`` for ``Identity and Access Management``, joined by the acronym
+rule): it is scored too, but never by the acronym rule again, so one acronym cannot collect a
+second expansion through it.
 
 Canonical name rule (documented in docs/resolution.md):
 1. an entity already in the graph keeps its name;
@@ -40,7 +43,7 @@ class Cluster:
     anchor_row: int
     type: str
     known: KnownEntity | None = None
-    expansion: Form | None = None  # the long form an acronym anchor stands for, once seen
+    partner: Form | None = None  # the anchor's acronym counterpart (IAM <-> Identity and ...)
     counts: Counter[str] = field(default_factory=Counter)
     first_seen: dict[str, int] = field(default_factory=dict)
     aliases: dict[str, None] = field(default_factory=dict)  # ordered set of extra names

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from kg.errors import ResolutionError
 from kg.resolve.abbreviations import load_table
-from kg.resolve.normalize import Normalizer
+from kg.resolve.normalize import Normalizer, phonetic
 
 if TYPE_CHECKING:
     from kg.settings import ResolveSettings
@@ -80,8 +80,13 @@ class HashingEmbedder:
         return Normalizer(load_table(self.abbreviations_file))
 
     def prepare(self, text: str) -> str:
-        """``AuthService`` -> ``#authentication#service#``: normalized, word-boundary marked."""
-        return "#" + "#".join(self._normalizer.words(text)) + "#"
+        """``AuthService`` -> ``#authentication#service#|#autentikation#servise#``.
+
+        The normalized words, word-boundary marked, then their spelling key (so that
+        ``Майкрософт`` and ``Microsoft`` share n-grams); ``|`` keeps n-grams from spanning both.
+        """
+        words = self._normalizer.words(text)
+        return "#" + "#".join(words) + "#|#" + "#".join(phonetic(w) for w in words) + "#"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)

@@ -37,6 +37,7 @@ _CAMEL_LOWER_UPPER = re.compile(r"(?<=[a-zà-ÿа-яё])(?=[A-ZÀ-ÞА-ЯЁ])")
 _CAMEL_ACRONYM_WORD = re.compile(r"(?<=[A-ZÀ-ÞА-ЯЁ]{2})(?=[A-ZÀ-ÞА-ЯЁ][a-zà-ÿа-яё])")
 _APOSTROPHES = re.compile(r"['’`ʼ]")
 _TOKEN = re.compile(r"[^\W_]+")
+_ZERO_MINOR = re.compile(r"(\d)\.0+\b")  # "OAuth 2.0" is "OAuth 2"
 _GLUED_SUFFIXES = ("service", "svc")
 
 # Ordered rewrites for the phonetic key; "\x01" protects "ch" from the c -> k rule.
@@ -46,6 +47,13 @@ _PHONETIC_STEPS: tuple[tuple[str, str], ...] = (
     ("oo", "u"), ("ea", "e"), ("\x01", "ch"),
 )  # fmt: skip
 _DOUBLED = re.compile(r"(.)\1+")
+_SILENT_E = re.compile(r"(?<=[^aeiou])e$")
+# Russian case and gender endings, transliterated, longest first: "Кафке"/"Кафки" ~ "Кафка".
+_RU_ENDINGS = (
+    "iyami", "yami", "ami", "yakh", "akh", "ogo", "ego", "omu", "emu", "aya", "yaya", "oye",
+    "uyu", "yuyu", "ykh", "ikh", "oy", "ey", "om", "em", "iy", "yy", "ym", "im",
+    "ye", "ya", "yu", "a", "u", "e", "y", "i", "o",
+)  # fmt: skip
 
 
 def transliterate(text: str) -> str:
@@ -53,11 +61,27 @@ def transliterate(text: str) -> str:
     return text.replace("дж", "j").translate(_TRANSLIT)
 
 
+def strip_accents(text: str) -> str:
+    """``garcía`` -> ``garcia``; run after transliteration so ``й`` has become ``y``."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def phonetic(text: str) -> str:
     """A coarse spelling key over Latin text; only used for similarity, never for identity."""
     for old, new in _PHONETIC_STEPS:
         text = text.replace(old, new)
-    return _DOUBLED.sub(r"\1", text)
+    return _SILENT_E.sub("", _DOUBLED.sub(r"\1", text))
+
+
+def strip_ending(token: str) -> str:
+    """Drop one Russian case ending (transliterated) while at least 3 letters remain."""
+    for ending in _RU_ENDINGS:
+        if token.endswith(ending) and len(token) - len(ending) >= 3:
+            return token[: -len(ending)]
+    return token
 
 
 def camel_split(word: str) -> str:
@@ -82,6 +106,9 @@ class Form:
     core: tuple[str, ...]
     core_compact: str
     phonetic: str
+    phonetic_core: tuple[str, ...]
+    stem_key: str
+    vendor: str | None
     acronyms: tuple[str, ...]
     short: str | None
     cyrillic: bool
@@ -96,7 +123,7 @@ class Normalizer:
     @cached_property
     def _protected(self) -> frozenset[str]:
         """Words kept whole although camelCase: ``PostgreSQL``, ``MongoDB``, ``JavaScript``."""
-        words = set(self.table.abbreviations)
+        words = set(self.table.abbreviations) | set(self.table.vendors)
         words.update(v for v in self.table.abbreviations.values() if " " not in v)
         return frozenset(words)
 
@@ -104,13 +131,14 @@ class Normalizer:
         """Normalized, expanded words of ``name`` (not stemmed): what the hashing embedder sees."""
         text = unicodedata.normalize("NFKC", name)
         text = _APOSTROPHES.sub("", text).replace("&", " and ")
+        text = _ZERO_MINOR.sub(r"\1", text)
         out: list[str] = []
         for word in _TOKEN.findall(text):
-            folded = transliterate(word.casefold())
+            folded = strip_accents(transliterate(word.casefold()))
             if folded in self._protected:
                 parts = [folded]
             else:
-                parts = _TOKEN.findall(transliterate(camel_split(word).casefold()))
+                parts = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
             for raw in parts:
                 for token in self._unglue(raw):
                     out.extend(self._expand(token))
@@ -128,7 +156,12 @@ class Normalizer:
         """Analyze one surface form."""
         tokens = self.tokens(name)
         generic = self.table.generic
-        core = tuple(t for t in tokens if t not in generic) or tokens
+        vendor: str | None = None
+        rest = tokens
+        if tokens and tokens[0] in self.table.vendors:
+            if any(t not in generic for t in tokens[1:]):
+                vendor, rest = tokens[0], tokens[1:]
+        core = tuple(t for t in rest if t not in generic) or rest
         core_compact = "".join(core)
         folded = unicodedata.normalize("NFKC", name).casefold()
         cyrillic = bool(_CYRILLIC_RE.search(folded))
@@ -139,6 +172,9 @@ class Normalizer:
             core=core,
             core_compact=core_compact,
             phonetic=phonetic(core_compact),
+            phonetic_core=tuple(phonetic(t) for t in core),
+            stem_key=phonetic("".join(strip_ending(t) for t in core)),
+            vendor=vendor,
             acronyms=self._acronyms(folded),
             short=_short_form(name),
             cyrillic=cyrillic,
@@ -161,8 +197,9 @@ class Normalizer:
 
     def _acronyms(self, folded: str) -> tuple[str, ...]:
         """Initials of the words of a multi-word name, in both scripts, without stopwords."""
-        words = ["".join(_TOKEN.findall(w)) for w in folded.split()]
-        words = [w for w in words if w]
+        if len(folded.split()) < 2:  # "auth-svc" is one word, not an acronym source
+            return ()
+        words = _TOKEN.findall(folded)
         if len(words) < 2:
             return ()
         found: list[str] = []

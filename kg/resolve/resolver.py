@@ -89,6 +89,7 @@ class _Indexes:
     exact: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     core: dict[tuple[str, str], int] = field(default_factory=dict)
     spelling: dict[tuple[str, str], int] = field(default_factory=dict)
+    stem: dict[tuple[str, str], int] = field(default_factory=dict)
     long_acronym: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     short_form: dict[tuple[str, str], set[int]] = field(default_factory=dict)
 
@@ -96,7 +97,11 @@ class _Indexes:
         self.exact.setdefault((form.compact, tkey), (cluster, via))
 
     def register_anchor(self, form: Form, tkey: str, cluster: int) -> None:
-        for table, key in ((self.core, form.core_compact), (self.spelling, form.phonetic)):
+        for table, key in (
+            (self.core, form.core_compact),
+            (self.spelling, form.phonetic),
+            (self.stem, form.stem_key),
+        ):
             current = table.get((key, tkey))
             if current is None:
                 table[(key, tkey)] = cluster
@@ -278,8 +283,11 @@ class _Run:
                 return
 
         candidates: dict[int, None] = {}
-        for table, key in ((self.indexes.core, group.form.core_compact),
-                           (self.indexes.spelling, group.form.phonetic)):  # fmt: skip
+        for table, key in (
+            (self.indexes.core, group.form.core_compact),
+            (self.indexes.spelling, group.form.phonetic),
+            (self.indexes.stem, group.form.stem_key),
+        ):
             found = table.get((key, tkey), -1)
             if found >= 0:
                 candidates[found] = None
@@ -304,11 +312,17 @@ class _Run:
         for number in candidates:
             cluster = self.clusters[number]
             cosine = float(np.dot(vec, vectors[cluster.anchor_row]))
-            score = score_pair(group.form, cluster.anchor, cosine, self.settings.merge_threshold)
-            if score.method == "acronym" and cluster.expansion is not None:
-                expansion = cluster.expansion
-                if group.form.short is None:  # a long form meets an acronym that already has one
-                    score = score_pair(group.form, expansion, cosine, self.settings.merge_threshold)
+            threshold = self.settings.merge_threshold
+            score = score_pair(group.form, cluster.anchor, cosine, threshold)
+            partner = cluster.partner
+            if partner is not None:
+                if score.method == "acronym" and group.form.short is None:
+                    # the anchor is an acronym that already stands for a long form: judge by it
+                    score = score_pair(group.form, partner, cosine, threshold)
+                else:
+                    alt = score_pair(group.form, partner, cosine, threshold)
+                    if alt.method != "acronym" and alt.value > score.value:
+                        score = alt
             if score.method == "acronym":
                 acronym_hits += 1
             if best is None or score.value > best[0]:
@@ -348,11 +362,11 @@ class _Run:
         self._absorb(group, number)
         if (
             score.method == "acronym"
-            and cluster.expansion is None
-            and cluster.anchor.short is not None
-            and group.form.short is None
+            and cluster.partner is None
+            and (cluster.anchor.short is None) != (group.form.short is None)
         ):
-            cluster.expansion = group.form
+            cluster.partner = group.form
+            self.indexes.register_anchor(group.form, group.tkey, number)
 
     def _found(self, group: _Group, row: int) -> None:
         number = len(self.clusters)

@@ -38,22 +38,51 @@ class Score:
     guarded: bool = True
 
 
-def _token_match(a: str, b: str) -> bool:
+def _token_match(a: str, b: str, min_len: int) -> bool:
     if a == b:
         return True
-    if len(a) < TOKEN_MIN_LEN or len(b) < TOKEN_MIN_LEN or a[0] != b[0]:
+    if len(a) < min_len or len(b) < min_len or a[0] != b[0]:
         return False
     if _DIGITS.search(a) or _DIGITS.search(b):
         return False
     return fuzz.ratio(a, b) >= TOKEN_MATCH
 
 
+def _initials_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """``J. Smith`` ~ ``John Smith``: same words in order, some given only as initials."""
+    if len(a) != len(b) or len(a) < 2:
+        return False
+    initials = 0
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            continue
+        if len(x) == 1 and len(y) > 1 and y[0] == x or len(y) == 1 and len(x) > 1 and x[0] == y:
+            initials += 1
+            continue
+        return False
+    full_words = sum(1 for x, y in zip(a, b, strict=True) if x == y and len(x) > 1)
+    return initials > 0 and full_words > 0
+
+
+def vendors_compatible(a: Form, b: Form) -> bool:
+    """``Apache Kafka`` ~ ``Kafka``, but ``Google Cloud`` is not ``Amazon Cloud``."""
+    return a.vendor is None or b.vendor is None or a.vendor == b.vendor
+
+
 def tokens_compatible(a: Form, b: Form) -> bool:
-    """Each core token of each side has a partner on the other side, and digits agree."""
+    """Each core token of each side has a partner on the other side, and digits agree.
+
+    Tokens are compared by their spelling key, so a transliteration can partner its English
+    spelling; across scripts a 4-letter word may be near (``Азур``/``Azure``).
+    """
     if _DIGITS.findall(a.core_compact) != _DIGITS.findall(b.core_compact):
         return False
-    if all(any(_token_match(x, y) for y in b.core) for x in a.core) and all(
-        any(_token_match(y, x) for x in a.core) for y in b.core
+    if not vendors_compatible(a, b):
+        return False
+    min_len = TOKEN_MIN_LEN - 1 if a.cyrillic != b.cyrillic else TOKEN_MIN_LEN
+    xs, ys = a.phonetic_core, b.phonetic_core
+    if all(any(_token_match(x, y, min_len) for y in ys) for x in xs) and all(
+        any(_token_match(y, x, min_len) for x in xs) for y in ys
     ):
         return True
     shortest = min(len(a.core_compact), len(b.core_compact))
@@ -73,10 +102,16 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
     """Score two forms of the same type; unguarded scores stay below ``merge_threshold``."""
     if a.compact == b.compact:
         return Score(1.0, "exact-normalized")
-    if a.core_compact == b.core_compact:
-        return Score(0.97, "exact-core")
-    if a.phonetic == b.phonetic and _DIGITS.findall(a.compact) == _DIGITS.findall(b.compact):
-        return Score(0.93, "transliteration" if a.cyrillic != b.cyrillic else "phonetic")
+    same_digits = _DIGITS.findall(a.compact) == _DIGITS.findall(b.compact)
+    if same_digits and vendors_compatible(a, b):
+        if a.core_compact == b.core_compact:
+            return Score(0.97, "exact-core")
+        if a.phonetic == b.phonetic:
+            return Score(0.93, "transliteration" if a.cyrillic != b.cyrillic else "phonetic")
+        if (a.cyrillic or b.cyrillic) and a.stem_key == b.stem_key:
+            return Score(0.9, "inflection")
+    if same_digits and _initials_match(a.tokens, b.tokens):
+        return Score(0.88, "initials")
     if (a.short is not None and a.short in b.acronyms) or (
         b.short is not None and b.short in a.acronyms
     ):
