@@ -1,0 +1,135 @@
+"""``kg search "question"``: guarded local search from the terminal.
+
+``--json`` prints exactly ``SearchResponse.model_dump_json()``, the body ``POST /search/local``
+returns, so scripts can switch between the two freely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Literal
+
+from cyclopts import Parameter
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from kg.cypher.guard import validation_errors
+from kg.errors import QueryRejected
+from kg.graph.driver import open_async_driver
+from kg.resolve import make_embedder
+from kg.search import SearchService
+from kg.search_models import SearchRequest, SearchResponse
+from kg.settings import Settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_INVALID = 2
+
+
+def search(
+    query: str,
+    /,
+    *,
+    mode: Literal["graph", "vector", "hybrid"] = "graph",
+    depth: int = 2,
+    limit: int = 20,
+    as_of: str | None = None,
+    relation_type: Annotated[
+        list[str] | None, Parameter(name="--relation-type", consume_multiple=False)
+    ] = None,
+    json_output: Annotated[bool, Parameter(name="--json", negative=())] = False,
+) -> int:
+    """Answer a question from the graph: entities, relations and the chunks behind them.
+
+    Parameters
+    ----------
+    query
+        The question, in plain words.
+    mode
+        graph: entities and their neighbourhood; vector: nearest chunks only; hybrid: both.
+    depth
+        Hops to expand from the matched entities, 1..3.
+    limit
+        Most entities, relations and chunks to return (each).
+    as_of
+        Count only relations valid at this date or datetime (ISO 8601); default now.
+    relation_type
+        Only expand through this relationship type; repeat for several.
+    json_output
+        Print the response as JSON (the REST endpoint's body).
+    """
+    raw = {
+        "query": query,
+        "mode": mode,
+        "depth": depth,
+        "limit": limit,
+        "as_of": as_of,
+        "relation_types": relation_type,
+    }
+    try:
+        request = SearchRequest.model_validate(raw)
+    except ValidationError as exc:
+        return _invalid(validation_errors(exc))
+    settings = Settings()
+    try:
+        response = asyncio.run(_search(settings, request))
+    except QueryRejected as exc:
+        return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
+    if json_output:
+        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
+    else:
+        _print(response)
+    return 0
+
+
+async def _search(settings: Settings, request: SearchRequest) -> SearchResponse:
+    driver = open_async_driver(settings.neo4j)
+    try:
+        service = SearchService(driver, settings, make_embedder(settings.resolve))
+        return await service.local_search(request)
+    finally:
+        await driver.close()
+
+
+def _invalid(errors: list[dict[str, str]]) -> int:
+    for error in errors:
+        name = "--relation-type" if error["field"].startswith("relation_types") else None
+        name = name or "--" + error["field"].replace("_", "-")
+        if error["field"] == "query":
+            name = "query"
+        err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
+    return EXIT_INVALID
+
+
+def _print(response: SearchResponse) -> None:
+    if not (response.entities or response.relations or response.chunks):
+        console.print("nothing found")
+        return
+    if response.entities:
+        table = Table(title="Entities", title_justify="left")
+        for column in ("score", "hops", "name", "type", "id"):
+            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
+        for e in response.entities:
+            table.add_row(f"{e.score:.3f}", str(e.hops), e.name, e.type, e.id)
+        console.print(table)
+    if response.relations:
+        table = Table(title="Relations", title_justify="left")
+        for column in ("score", "hops", "source", "type", "target", "valid"):
+            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
+        for r in response.relations:
+            valid = f"{(r.valid_from or '')[:10]}..{(r.valid_to or '')[:10]}"
+            table.add_row(
+                f"{r.score:.3f}", str(r.hops), r.source_name, r.type, r.target_name, valid
+            )
+        console.print(table)
+    if response.chunks:
+        table = Table(title="Sources", title_justify="left")
+        for column in ("score", "document", "text"):
+            table.add_column(column, justify="right" if column == "score" else "left")
+        for c in response.chunks:
+            text = " ".join(c.text.split())
+            table.add_row(f"{c.score:.3f}", c.document_path, text[:160])
+        console.print(table)
+    console.print(f"[dim]{response.template}, {response.took_ms:.0f} ms[/]")
