@@ -67,6 +67,13 @@ def exact_name_clusters(names: Sequence[str]) -> list[str]:
     return [name.strip().upper() for name in names]
 
 
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
 def fuzzy_clusters(
     names: Sequence[str], types: Sequence[str], threshold: float = 0.8
 ) -> list[tuple[str, int]]:
@@ -78,12 +85,6 @@ def fuzzy_clusters(
     for etype, members in by_type.items():
         unique = sorted(set(members))
         parent = list(range(len(unique)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
 
         scores = process.cdist(
             unique,
@@ -97,9 +98,9 @@ def fuzzy_clusters(
         rows, cols = np.nonzero(scores)
         for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
             if i < j:
-                a, b = find(i), find(j)
+                a, b = _find(parent, i), _find(parent, j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
         for i, name in enumerate(unique):
-            label[(name, etype)] = (etype, find(i))
+            label[(name, etype)] = (etype, _find(parent, i))
     return [label[(n, t)] for n, t in zip(names, types, strict=True)]

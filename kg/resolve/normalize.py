@@ -158,9 +158,8 @@ class Normalizer:
         generic = self.table.generic
         vendor: str | None = None
         rest = tokens
-        if tokens and tokens[0] in self.table.vendors:
-            if any(t not in generic for t in tokens[1:]):
-                vendor, rest = tokens[0], tokens[1:]
+        if tokens and tokens[0] in self.table.vendors and any(t not in generic for t in tokens[1:]):
+            vendor, rest = tokens[0], tokens[1:]
         core = tuple(t for t in rest if t not in generic) or rest
         core_compact = "".join(core)
         folded = unicodedata.normalize("NFKC", name).casefold()

@@ -56,7 +56,7 @@ def _initials_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     for x, y in zip(a, b, strict=True):
         if x == y:
             continue
-        if len(x) == 1 and len(y) > 1 and y[0] == x or len(y) == 1 and len(x) > 1 and x[0] == y:
+        if (len(x) == 1 and len(y) > 1 and y[0] == x) or (len(y) == 1 and len(x) > 1 and x[0] == y):
             initials += 1
             continue
         return False

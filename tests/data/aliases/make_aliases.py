@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the data table reads best one entity per line)
 """Writes aliases.jsonl, the labelled entity-resolution dataset, deterministically.
 
 Run: ``.venv/bin/python tests/data/aliases/make_aliases.py``.
