@@ -1,0 +1,246 @@
+"""Local search against a real Neo4j holding the small graph of tests/graphdata.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from neo4j import Driver
+
+from kg.errors import NotFoundError
+from kg.search import SearchService
+from kg.search_models import SearchRequest, SearchResponse
+from kg.settings import Settings
+from tests.graphdata import tuned, with_service, write_test_graph
+
+REPO = Path(__file__).resolve().parents[2]
+TWO_HOPS = "Who owns what the Payment Service depends on?"
+
+
+@pytest.fixture
+def graph(clean_graph: Driver, settings: Settings) -> Driver:
+    write_test_graph(clean_graph, settings)
+    return clean_graph
+
+
+def _search(settings: Settings, **request: object) -> SearchResponse:
+    req = SearchRequest.model_validate(request)
+    return with_service(settings, lambda s: s.local_search(req))
+
+
+def test_two_hop_question_returns_the_owner_and_the_supporting_chunks(
+    graph: Driver, settings: Settings
+) -> None:
+    one_seed = tuned(settings, seeds=1)
+    response = _search(one_seed, query=TWO_HOPS, depth=2, limit=20)
+    hops = {e.id: e.hops for e in response.entities}
+    assert hops["payment"] == 0
+    assert hops["ledger"] == 1
+    assert hops["finance"] == 2
+    relations = {(r.source, r.type, r.target): r for r in response.relations}
+    assert relations["payment", "DEPENDS_ON", "ledger"].hops == 1
+    assert relations["ledger", "OWNED_BY", "finance"].hops == 2
+    assert relations["payment", "DEPENDS_ON", "ledger"].valid_from == "2020-01-01"
+    chunks = {c.id: c for c in response.chunks}
+    assert {"c-pay-1", "c-pay-2"} <= set(chunks)
+    assert chunks["c-pay-2"].document_path == "docs/payments.md"
+    assert chunks["c-pay-2"].document_id == "doc-pay"
+    for items in (response.entities, response.relations, response.chunks):
+        scores = [i.score for i in items]
+        assert scores == sorted(scores, reverse=True)
+    assert response.template == "seed_expansion"
+    # One hop less and the owner is out of reach.
+    shallow = _search(one_seed, query=TWO_HOPS, depth=1, limit=20)
+    assert "finance" not in {e.id for e in shallow.entities}
+    assert "c-pay-2" in {c.id for c in shallow.chunks}  # it MENTIONS the Ledger DB
+
+
+def test_scores_follow_similarity_weight_type_and_hops(graph: Driver, settings: Settings) -> None:
+    response = _search(tuned(settings, seeds=1), query=TWO_HOPS, depth=2)
+    rel = {(r.source, r.type, r.target): r for r in response.relations}
+    seed = next(e for e in response.entities if e.id == "payment")
+    depends = rel["payment", "DEPENDS_ON", "ledger"]
+    assert depends.score == pytest.approx(seed.score * 0.9 * 0.95 / 2)
+    owned = rel["ledger", "OWNED_BY", "finance"]
+    assert owned.score == pytest.approx(seed.score * 0.9 * 0.95 * 0.8 * 0.85 / 3)
+
+
+def test_as_of_counts_only_relations_valid_then(graph: Driver, settings: Settings) -> None:
+    one_seed = tuned(settings, seeds=1)
+    question = "Where is the Payment Service hosted?"
+
+    def hosts(**extra: object) -> set[str]:
+        response = _search(one_seed, query=question, depth=1, **extra)
+        return {r.target for r in response.relations if r.type == "HOSTED_ON"}
+
+    assert hosts(as_of="2021-01-01") == {"mainframe"}
+    assert hosts(as_of="2022-06-30T00:00:00Z") == {"k8s"}  # validTo is exclusive
+    assert hosts() == {"k8s"}  # default: now
+    assert hosts(as_of="2010-01-01") == set()  # before validFrom
+    # DEPENDS_ON starts 2020-01-01 (a DATE); a datetime as_of compares with it correctly.
+    early = _search(one_seed, query=question, depth=1, as_of="2019-12-31T23:00:00+00:00")
+    assert "DEPENDS_ON" not in {r.type for r in early.relations}
+
+
+def test_relations_valid_at_template(graph: Driver, settings: Settings) -> None:
+    result = with_service(
+        settings,
+        lambda s: s.run_template(
+            "relations_valid_at", {"entity_id": "payment", "as_of": "2021-05-05"}
+        ),
+    )
+    assert {(r["type"], r["target"]) for r in result.rows} == {
+        ("DEPENDS_ON", "ledger"),
+        ("HOSTED_ON", "mainframe"),
+    }
+
+
+def test_relation_type_filter_limits_the_expansion(graph: Driver, settings: Settings) -> None:
+    response = _search(
+        tuned(settings, seeds=1), query=TWO_HOPS, depth=3, relation_types=["DEPENDS_ON"]
+    )
+    assert {r.type for r in response.relations} == {"DEPENDS_ON"}
+    unicode = _search(settings, query="Finance Team", depth=1, relation_types=["ЯВЛЯЕТСЯ_ЧАСТЬЮ"])
+    assert {r.type for r in unicode.relations} == {"ЯВЛЯЕТСЯ_ЧАСТЬЮ"}
+    assert "c-ru-1" in {c.id for c in unicode.chunks}
+
+
+def test_vector_mode_returns_chunks_only(graph: Driver, settings: Settings) -> None:
+    response = _search(settings, query="Ledger DB owned by the Finance Team", mode="vector")
+    assert response.entities == []
+    assert response.relations == []
+    assert response.chunks[0].id == "c-pay-2"
+    assert response.template == "chunks_by_vector"
+
+
+def test_hybrid_mode_fuses_graph_and_vector_chunks(graph: Driver, settings: Settings) -> None:
+    response = _search(settings, query="Ledger DB owned by the Finance Team", mode="hybrid")
+    assert response.entities
+    assert response.template == "seed_expansion+chunks_by_vector"
+    assert response.chunks[0].id == "c-pay-2"
+    assert len({c.id for c in response.chunks}) == len(response.chunks)
+
+
+def test_limit_bounds_every_list(graph: Driver, settings: Settings) -> None:
+    response = _search(settings, query=TWO_HOPS, depth=3, limit=2)
+    assert len(response.entities) <= 2
+    assert len(response.relations) <= 2
+    assert len(response.chunks) <= 2
+
+
+def test_a_question_matching_nothing_returns_empty_lists(
+    clean_graph: Driver, settings: Settings
+) -> None:
+    response = _search(settings, query="anything at all", mode="hybrid")
+    assert (response.entities, response.relations, response.chunks) == ([], [], [])
+
+
+def test_entity_neighborhood_and_lookup(graph: Driver, settings: Settings) -> None:
+    async def scenario(service: SearchService) -> tuple[dict[str, object], dict[str, object]]:
+        return await service.get_entity("ledger"), await service.neighborhood("ledger", 2)
+
+    entity, hood = with_service(settings, scenario)
+    assert entity["name"] == "Ledger DB"
+    assert entity["degree"] == 4  # DEPENDS_ON, OWNED_BY, and two MENTIONS
+    assert entity["mentions"] == 2
+    assert hood["entity"]["id"] == "ledger"  # type: ignore[index]
+    reached = {e["id"]: e["hops"] for e in hood["entities"]}  # type: ignore[attr-defined]
+    assert reached["payment"] == 1
+    assert reached["acme"] == 2
+    with pytest.raises(NotFoundError):
+        with_service(settings, lambda s: s.get_entity("no-such-entity"))
+    with pytest.raises(NotFoundError):
+        with_service(settings, lambda s: s.neighborhood("no-such-entity", 1))
+
+
+def test_paths_between_shortest_first(graph: Driver, settings: Settings) -> None:
+    graph.execute_query(
+        "MATCH (a:Entity {id: 'payment'}), (b:Entity {id: 'acme'}) "
+        "CREATE (a)-[:FUNDED_BY {weight: 0.3}]->(b)",
+        database_=settings.neo4j.database,
+    )
+    result = with_service(
+        settings,
+        lambda s: s.run_template(
+            "paths_between", {"source_id": "payment", "target_id": "acme", "depth": 3}
+        ),
+    )
+    lengths = [row["hops"] for row in result.rows]
+    assert lengths[0] == 1
+    assert lengths == sorted(lengths)
+    assert 3 in lengths
+    longest = result.rows[lengths.index(3)]
+    assert [n["id"] for n in longest["nodes"]] == ["payment", "ledger", "finance", "acme"]
+    short = with_service(
+        settings,
+        lambda s: s.run_template(
+            "paths_between", {"source_id": "payment", "target_id": "acme", "depth": 2}
+        ),
+    )
+    assert [row["hops"] for row in short.rows] == [1]
+
+
+def test_entity_sources(graph: Driver, settings: Settings) -> None:
+    result = with_service(
+        settings, lambda s: s.run_template("entity_sources", {"entity_id": "finance"})
+    )
+    assert {(r["chunk_id"], r["document_path"]) for r in result.rows} == {
+        ("c-pay-2", "docs/payments.md"),
+        ("c-ru-1", "docs/ru/платежи.md"),
+    }
+
+
+def test_templates_are_listed_with_their_parameters(driver: Driver, settings: Settings) -> None:
+    async def listing(service: SearchService) -> dict[str, object]:
+        return {t.name: t for t in service.templates()}
+
+    infos = with_service(settings, listing)
+    for name in ("entity_neighborhood", "paths_between", "entity_sources", "relations_valid_at"):
+        assert name in infos
+    hood = infos["entity_neighborhood"]
+    assert hood.parameters["properties"]["depth"]["maximum"] == 3  # type: ignore[attr-defined]
+    assert with_service(settings, lambda s: s.health()) is True
+
+
+def test_cli_json_is_the_search_response(graph: Driver, settings: Settings) -> None:
+    env = {
+        **os.environ,
+        "NEO4J_URI": settings.neo4j.uri,
+        "NEO4J_USERNAME": settings.neo4j.username,
+        "NEO4J_PASSWORD": settings.neo4j.password.get_secret_value(),
+        "NEO4J_DATABASE": settings.neo4j.database,
+        "KG_RESOLVE__EMBEDDING_DIM": str(settings.resolve.embedding_dim),
+        "KG_SEARCH__SEEDS": "1",
+    }
+    run = [sys.executable, "-m", "cli.main", "search", TWO_HOPS, "--depth", "2", "--json"]
+    proc = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stderr
+    response = SearchResponse.model_validate_json(proc.stdout)
+    assert {"ledger", "finance"} <= {e.id for e in response.entities}
+    expected = _search(tuned(settings, seeds=1), query=TWO_HOPS, depth=2)
+    assert response.model_dump(exclude={"took_ms"}) == expected.model_dump(exclude={"took_ms"})
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "cli.main", "search", "x", "--depth", "4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "--depth" in bad.stderr
+    table = subprocess.run(
+        [sys.executable, "-m", "cli.main", "search", TWO_HOPS],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "160"},
+        cwd=REPO,
+        check=False,
+    )
+    assert table.returncode == 0, table.stderr
+    assert "Finance Team" in table.stdout
+    assert "docs/payments.md" in table.stdout

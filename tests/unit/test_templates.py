@@ -1,0 +1,165 @@
+"""Template texts are pinned: changing one is a reviewed decision, never a side effect."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, date, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from kg.cypher import REGISTRY, escape_lucene
+from kg.cypher.params import EntitySeedsParams, NeighborhoodParams, as_of_params
+from kg.cypher.render import expansion, paths_between
+from kg.errors import NotFoundError
+from kg.search import rrf
+
+# sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
+# the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
+PINNED = {
+    ("entity_neighborhood", "depth1"): "d26797c8f9a79cb1",
+    ("entity_neighborhood", "depth2"): "2c23b2534b8c6425",
+    ("entity_neighborhood", "depth3"): "0407a6f658e296c3",
+    ("seed_expansion", "depth1"): "d26797c8f9a79cb1",
+    ("seed_expansion", "depth2"): "2c23b2534b8c6425",
+    ("seed_expansion", "depth3"): "0407a6f658e296c3",
+    ("paths_between", "depth1"): "f826ccdfec36776e",
+    ("paths_between", "depth2"): "5e90df0af4b05c89",
+    ("paths_between", "depth3"): "b9e8b0cd69e18649",
+    ("entity_sources", "default"): "3b258d1da16435ce",
+    ("relations_valid_at", "default"): "fb995860bf18cb16",
+    ("entity_by_id", "default"): "aa1503287628c1f6",
+    ("entity_seeds", "default"): "5ef3c58ac4c690a4",
+    ("chunks_by_vector", "default"): "d6d428732c05cdaf",
+    ("evidence_chunks", "default"): "c94a7d46c9f641be",
+    ("relation_types", "default"): "990c96256d220916",
+}
+
+
+def _all_texts() -> dict[tuple[str, str], str]:
+    return {(t.name, v): text for t in REGISTRY for v, text in t.texts.items()}
+
+
+def test_every_text_is_pinned() -> None:
+    digests = {
+        key: hashlib.sha256(text.encode()).hexdigest()[:16] for key, text in _all_texts().items()
+    }
+    assert digests == PINNED
+
+
+def test_entity_by_id_text_verbatim() -> None:
+    assert REGISTRY.get("entity_by_id").texts["default"] == (
+        "MATCH (e:Entity {id: $entity_id})\n"
+        "RETURN e {.id, .name, .type, .description, .aliases} AS entity,\n"
+        "       COUNT { (e)--() } AS degree,\n"
+        "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
+        "LIMIT 1"
+    )
+
+
+def test_required_templates_exist() -> None:
+    for name in (
+        "entity_neighborhood",
+        "paths_between",
+        "entity_sources",
+        "relations_valid_at",
+        "seed_expansion",
+    ):
+        assert name in REGISTRY
+    with pytest.raises(NotFoundError):
+        REGISTRY.get("DETACH DELETE")
+
+
+def test_no_format_placeholders_and_only_parameters_carry_data() -> None:
+    for key, text in _all_texts().items():
+        # Python format fields ({name}) or leftovers of %-formatting would mean string building.
+        assert not re.search(r"\{[A-Za-z_]\w*\}", text), key
+        assert "%s" not in text, key
+        # Every identifier prefixed with $ is a declared parameter name, not a spliced value.
+        for param in re.findall(r"\$(\w+)", text):
+            assert re.fullmatch(r"[a-z_]+", param), (key, param)
+
+
+def test_variable_length_bounds_come_only_from_the_whitelist() -> None:
+    for key, text in _all_texts().items():
+        quantifiers = re.findall(r"\*\s*\d*\s*\.\.\s*\d*|\{\d+,\d*\}", text)
+        depth = int(key[1][-1]) if key[1].startswith("depth") else None
+        for q in quantifiers:
+            assert depth is not None, key
+            assert q == f"{{1,{depth}}}", key
+    assert "{1,3}" in paths_between(3)
+    assert "{1,4}" not in "".join(_all_texts().values())
+
+
+def test_expansion_repeats_one_bounded_hop_per_depth() -> None:
+    for depth in (1, 2, 3):
+        text = expansion(depth)
+        assert text.count("MATCH (f)-[r]-(n:Entity)") == depth
+        assert text.count("LIMIT $fanout") == depth
+        assert text.count("[..$frontier_cap]") == depth - 1
+        assert text.rstrip().endswith("hop")
+        assert "LIMIT $limit" in text
+    for bad in (0, 4, -1):
+        with pytest.raises(ValueError, match="depth"):
+            expansion(bad)
+        with pytest.raises(ValueError, match="depth"):
+            paths_between(bad)
+
+
+def test_every_template_has_a_limit_or_a_single_row() -> None:
+    for key, text in _all_texts().items():
+        assert "LIMIT" in text or "{limit: $k}" in text, key
+        assert REGISTRY.get(key[0]).row_cap >= 1
+
+
+def test_parameter_models_bound_their_inputs() -> None:
+    with pytest.raises(ValidationError):
+        NeighborhoodParams(entity_id="a", depth=4)
+    with pytest.raises(ValidationError):
+        NeighborhoodParams(entity_id="x" * 257)
+    with pytest.raises(ValidationError):
+        NeighborhoodParams.model_validate({"entity_id": "a", "relation_types": ["A B"]})
+    ok = NeighborhoodParams.model_validate(
+        {"entity_id": "a", "relation_types": ["ЯВЛЯЕТСЯ_ЧАСТЬЮ"], "depth": 3}
+    )
+    assert ok.variant() == "depth3"
+    assert ok.cypher_params()["entity_ids"] == ["a"]
+
+
+def test_as_of_is_given_in_every_temporal_shape() -> None:
+    params = as_of_params(date(2024, 3, 1))
+    assert params["as_of_date"] == date(2024, 3, 1)
+    assert params["as_of_dt"] == datetime(2024, 3, 1, tzinfo=UTC)
+    assert params["as_of_local"] == datetime(2024, 3, 1)
+    assert params["as_of_text"].startswith("2024-03-01T00:00:00")
+    assert set(as_of_params(None).values()) == {None}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Payment Service", "Payment Service"),
+        ('name:(a OR "b', 'name\\:\\(a or \\"b'),
+        ("a && b || !c", "a b \\!c"),
+        ("x~2^3 [a TO b] {c}", "x\\~2\\^3 \\[a to b\\] \\{c\\}"),
+        ("path/to\\file*?", "path\\/to\\\\file\\*\\?"),
+        ("??? --- ///", ""),
+        ("NOT", "not"),
+    ],
+)
+def test_lucene_escaping(text: str, expected: str) -> None:
+    assert escape_lucene(text) == expected
+
+
+def test_seed_params_escape_the_question() -> None:
+    params = EntitySeedsParams(text='x"}) DETACH DELETE n //').cypher_params()
+    assert params["text"] == 'x\\"\\}\\) DETACH DELETE n'
+
+
+def test_rrf_scales_to_one_for_first_everywhere() -> None:
+    fused = rrf([["a", "b"], ["a", "c"]], k=60)
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(fused["c"])
+    assert fused["b"] < fused["a"]
+    assert rrf([], k=60) == {}
