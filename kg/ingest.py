@@ -262,9 +262,10 @@ def _extract(
         return []
     cache_path = settings.extract.cache_path
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    extractor = Extractor(settings.extract, cache=ExtractionCache(cache_path))
-    progress.stage("extracting", len(chunks))
-    run = extractor.extract_chunks_sync(chunks, on_done=lambda _o: progress.advance())
+    with ExtractionCache(cache_path) as cache:
+        extractor = Extractor(settings.extract, cache=cache)
+        progress.stage("extracting", len(chunks))
+        run = extractor.extract_chunks_sync(chunks, on_done=lambda _o: progress.advance())
     summary.llm_calls = run.usage.calls
     summary.llm_retries = run.usage.retries
     summary.cache_hits = run.usage.cache_hits

@@ -21,6 +21,7 @@ def open_driver(settings: Neo4jSettings) -> Driver:
         connection_timeout=settings.connection_timeout_s,
         connection_acquisition_timeout=settings.connection_timeout_s * 2,
         max_transaction_retry_time=10.0,
+        notifications_min_severity="OFF",
     )
 
 
@@ -32,6 +33,7 @@ def open_async_driver(settings: Neo4jSettings) -> AsyncDriver:
         connection_timeout=settings.connection_timeout_s,
         connection_acquisition_timeout=settings.connection_timeout_s * 2,
         max_transaction_retry_time=10.0,
+        notifications_min_severity="OFF",
     )
 
 

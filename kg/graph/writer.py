@@ -88,20 +88,20 @@ ON MATCH SET
     r.last_seen = $now
 """
 
-# A newer fact on a single-valued type closes the older edge of the same source and type.
-# Edges are ordered by validFrom, or by first_seen for facts the text gave no date for.
-_CLOSE_SUPERSEDED: LiteralString = """
+# Open edges (validTo IS NULL) of single-valued types, for deciding which newer fact closes
+# which older one (see close_superseded).
+_OPEN_EDGES: LiteralString = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})-[r]->(b:Entity)
-WHERE type(r) = row.type
-WITH row, r, b, date(coalesce(r.validFrom, r.first_seen)) AS since
-ORDER BY since, r.key
-WITH row, collect({rel: r, target: b, since: since}) AS edges
-UNWIND range(0, size(edges) - 2) AS i
-WITH edges[i].rel AS old, edges[i + 1].rel AS new, edges[i] AS older, edges[i + 1] AS newer
-WHERE old.validTo IS NULL AND older.target <> newer.target AND older.since < newer.since
-SET old.validTo = coalesce(new.validFrom, newer.since), old.closed_by = new.key
-RETURN count(*) AS closed
+WHERE type(r) = row.type AND r.validTo IS NULL
+RETURN row.source AS source, row.type AS type, elementId(r) AS rel, b.id AS target,
+       r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key
+"""
+
+_CLOSE_EDGES: LiteralString = """
+UNWIND $rows AS row
+MATCH ()-[r]->() WHERE elementId(r) = row.rel
+SET r.validTo = row.valid_to, r.closed_by = row.closed_by
 """
 
 _EXISTING_DOCUMENTS: LiteralString = """
@@ -325,12 +325,28 @@ class GraphWriter:
             counts.add(self._batched(_relations_query(rel_type), rows))
         counts.relations_written = len(merged)
         pairs = sorted({(r.source, r.type) for r in merged if r.type in self.single_valued})
-        if pairs:
-            closing = [{"source": s, "type": t} for s, t in pairs]
-            for batch in _batches(closing, self.batch_size):
-                records = self._write(_CLOSE_SUPERSEDED, batch)
-                counts.relations_closed += sum(int(r["closed"]) for r in records)
+        for batch in _batches([{"source": s, "type": t} for s, t in pairs], self.batch_size):
+            counts.relations_closed += self._close_superseded(batch)
         return counts
+
+    def _close_superseded(self, pairs: list[dict[str, str]]) -> int:
+        """Close older open edges of single-valued types; returns how many were closed."""
+        records, _, _ = self.driver.execute_query(_OPEN_EDGES, rows=pairs, database_=self.database)
+        groups: dict[tuple[str, str], list[OpenEdge]] = {}
+        for r in records:
+            first_seen = r["first_seen"].to_native() if r["first_seen"] is not None else None
+            valid_from = r["valid_from"].to_native() if r["valid_from"] is not None else None
+            groups.setdefault((r["source"], r["type"]), []).append(
+                OpenEdge(r["rel"], r["target"], r["key"], valid_from, first_seen)
+            )
+        closing = [
+            {"rel": old.rel, "valid_to": new_from, "closed_by": by}
+            for edges in groups.values()
+            for old, new_from, by in superseded(edges)
+        ]
+        if closing:
+            self._write(_CLOSE_EDGES, closing)
+        return len(closing)
 
     def remove_document_contents(self, document_ids: Sequence[str]) -> WriteCounts:
         """Remove chunks of these documents and whatever only they supported."""
@@ -375,6 +391,51 @@ class GraphWriter:
 
         with self.driver.session(database=self.database) as session:
             return session.execute_write(work)
+
+
+@dataclass(frozen=True)
+class OpenEdge:
+    rel: str
+    target: str
+    key: str
+    valid_from: date | datetime | None
+    first_seen: datetime | None
+
+
+def _day(value: date | datetime) -> date:
+    return value.date() if isinstance(value, datetime) else value
+
+
+def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetime, str]]:
+    """Which open edges of one (source, single-valued type) a newer fact closes.
+
+    Rules (docs/architecture.md, "Temporal edges"): only dated facts close anything, at their
+    validFrom; a dated edge is closed by the next dated edge (by validFrom) with another target;
+    an undated edge is closed by the earliest dated edge with another target that was learned
+    no earlier than it (first_seen). Edges to the same target never close each other; kg never
+    invents a date.
+    """
+    dated = sorted(
+        (e for e in edges if e.valid_from is not None), key=lambda e: (_day(e.valid_from), e.key)
+    )  # type: ignore[arg-type]
+    result: list[tuple[OpenEdge, date | datetime, str]] = []
+    for i, old in enumerate(dated):
+        assert old.valid_from is not None
+        for new in dated[i + 1 :]:
+            assert new.valid_from is not None
+            if new.target != old.target and _day(new.valid_from) > _day(old.valid_from):
+                result.append((old, new.valid_from, new.key))
+                break
+    for old in (e for e in edges if e.valid_from is None):
+        for new in dated:
+            assert new.valid_from is not None
+            learned_later = (
+                old.first_seen is None or new.first_seen is None or new.first_seen >= old.first_seen
+            )
+            if new.target != old.target and learned_later:
+                result.append((old, new.valid_from, new.key))
+                break
+    return result
 
 
 def _relations_query(rel_type: str) -> LiteralString:
