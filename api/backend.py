@@ -64,9 +64,8 @@ ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
 
 def default_service_factory(driver: AsyncDriver, settings: Settings) -> SearchBackend:
     """The real service; imported here so the API module loads without the use-case layer."""
-    from kg.search import SearchService
-
     from kg.resolve import make_embedder
+    from kg.search import SearchService
 
     service: SearchBackend = SearchService(driver, settings, make_embedder(settings.resolve))
     return service

@@ -11,6 +11,7 @@ so neither a stack trace nor a Neo4j credential can reach a client.
     driver connection/auth failures       503
     missing or invalid API key            401  with WWW-Authenticate
     body over ApiSettings.max_body_bytes  413
+    JSON nested too deep, malformed JSON  400
     anything else                         500  generic; detail logged server-side
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import (
+    HTTP_400_BAD_REQUEST,
     HTTP_404_NOT_FOUND,
     HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     HTTP_422_UNPROCESSABLE_ENTITY,
@@ -43,6 +45,7 @@ UNAVAILABLE_DETAIL = "Neo4j is unavailable; try again shortly"
 INTERNAL_DETAIL = "internal error; the server logged the details"
 TIMEOUT_DETAIL = "the query ran past its time bound; narrow it (lower depth or limit) and retry"
 
+_DECODERS = frozenset({"decode_json", "decode_msgpack"})
 _CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -75,6 +78,18 @@ def _validation_errors(extra: Any) -> list[FieldError]:
     return out or [FieldError(field="body", reason="invalid value")]
 
 
+def _is_body_nesting(exc: BaseException) -> bool:
+    """A RecursionError from the JSON decoder: a hostile body nested thousands deep."""
+    if not isinstance(exc, RecursionError):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name in _DECODERS:
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def _is_timeout(exc: Neo4jError) -> bool:
     return "TransactionTimedOut" in (exc.code or "")
 
@@ -93,6 +108,8 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
         return _body(HTTP_504_GATEWAY_TIMEOUT, TIMEOUT_DETAIL), {}
     if isinstance(exc, (StoreError, *UNREACHABLE)):
         return _body(HTTP_503_SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL), {"Retry-After": "5"}
+    if _is_body_nesting(exc):
+        return _body(HTTP_400_BAD_REQUEST, "request body is nested too deeply"), {}
     if isinstance(exc, ValidationException):
         errors = _validation_errors(exc.extra)
         detail = "invalid parameters: " + "; ".join(f"{e.field}: {e.reason}" for e in errors)

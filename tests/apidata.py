@@ -145,14 +145,22 @@ def graph_counts(driver: Driver, settings: Settings) -> tuple[int, int]:
 
 
 def graph_fingerprint(driver: Driver, settings: Settings) -> list[Any]:
-    """Every node's labels and properties (sans embeddings), sorted: proof nothing changed."""
-    records, _, _ = driver.execute_query(
+    """Every node and relationship with its properties (sans embeddings), sorted: proof that
+    nothing was added, removed or changed."""
+    db = settings.neo4j.database
+    nodes, _, _ = driver.execute_query(
         "MATCH (n) RETURN labels(n) AS labels, "
-        "[k IN keys(n) WHERE k <> 'embedding' | [k, toString(n[k])]] AS props "
-        "ORDER BY n.id",
-        database_=settings.neo4j.database,
+        "[k IN keys(n) WHERE k <> 'embedding' | [k, n[k]]] AS props",
+        database_=db,
     )
-    return [(r["labels"], sorted(r["props"])) for r in records]
+    rels, _, _ = driver.execute_query(
+        "MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS type, b.id AS b, "
+        "[k IN keys(r) | [k, r[k]]] AS props",
+        database_=db,
+    )
+    out = [repr((sorted(r["labels"]), sorted(map(repr, r["props"])))) for r in nodes]
+    out += [repr((r["a"], r["type"], r["b"], sorted(map(repr, r["props"])))) for r in rels]
+    return sorted(out)
 
 
 def wipe(driver: Driver, settings: Settings) -> None:

@@ -7,9 +7,12 @@ import socket
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from litestar import Litestar
+
+from kg.settings import Settings
 
 
 def free_port() -> int:
@@ -118,3 +121,9 @@ class TcpForwarder:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+
+
+def api_settings(settings: Settings, **api: Any) -> Settings:
+    """``settings`` with ApiSettings fields replaced (validated), e.g. ``require_auth=False``."""
+    merged = settings.api.model_validate({**settings.api.model_dump(), **api})
+    return settings.model_copy(update={"api": merged})
