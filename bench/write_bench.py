@@ -96,7 +96,9 @@ def run(driver: Driver, database: str, n: int, batch: int, per_row_n: int) -> di
     rels = make_relations(n, entities)
     writer = GraphWriter(driver, database, batch_size=batch, single_valued=frozenset())
     with driver.session(database=database) as session:
-        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 20000 ROWS").consume()
+        session.run(
+            "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 20000 ROWS"
+        ).consume()
     writer.upsert_entities([EntityRow(f"e{i}", f"Entity {i}", "Thing") for i in range(entities)])
 
     raw_rows = [
@@ -194,7 +196,9 @@ def main() -> None:
         print(f"{'batch':>6} {'ceiling r/s':>12} {'bare r/s':>9} {'ours r/s':>9} {'per-row r/s':>12} "
               f"{'ours/ceiling':>13} {'ours/bare':>10} {'ours/per-row':>13}")  # fmt: skip
         for batch in [int(b) for b in args.batch_sizes.split(",")]:
-            runs = [run(driver, db, args.relations, batch, args.per_row) for _ in range(args.repeats)]
+            runs = [
+                run(driver, db, args.relations, batch, args.per_row) for _ in range(args.repeats)
+            ]
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             ratio_c = statistics.median(r["ours"] / r["ceiling"] for r in runs)
             ratio_b = statistics.median(r["ours"] / r["bare"] for r in runs)
