@@ -1,0 +1,70 @@
+"""``kg example``: the whole main job on the bundled corpus, with embedded defaults, no LLM.
+
+Starts the local Neo4j (unless NEO4J_URI / KG_NEO4J__URI points elsewhere), applies the schema,
+ingests examples/platform-docs through its triplets file, runs a search and prints where to
+look at the graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+from cyclopts import Parameter
+from rich.console import Console
+
+from cli.ingest_cmd import summary_table
+from cli.progress import RichProgress
+from cli.search_cmd import _print, _search
+from kg.errors import ConfigError
+from kg.graph.schema import apply_schema
+from kg.graph.server import LocalNeo4j
+from kg.ingest import ingest, opened
+from kg.search_models import SearchRequest
+from kg.settings import Settings
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+QUESTION = "What does Checkout Web depend on, and who owns AuthService?"
+
+
+def example(
+    question: Annotated[str, Parameter(help="The question to ask once the graph is built.")] = QUESTION,
+) -> int:
+    """Build the example graph and search it: the quickest way to see kg work."""
+    console = Console()
+    settings = Settings()
+    folder, triplets = EXAMPLES / "platform-docs", EXAMPLES / "platform-docs.triplets.jsonl"
+    if not triplets.exists():
+        raise ConfigError(f"the bundled example is not here: {triplets} (run from a checkout)")
+    external = any(os.environ.get(v) for v in ("NEO4J_URI", "KG_NEO4J__URI"))
+    browser = None
+    if not external:
+        server = LocalNeo4j(settings)
+        with console.status("starting the local Neo4j (the first run fetches its jars)..."):
+            status = server.start()
+        console.print(f"Neo4j {status.describe()}")
+        settings.neo4j.uri = status.bolt_uri
+        browser = status.browser_url
+    with opened(settings) as driver:
+        apply_schema(
+            driver,
+            database=settings.neo4j.database,
+            dimension=settings.resolve.embedding_dim,
+            folder=settings.schema_dir,
+        )
+        with RichProgress(console, enabled=console.is_terminal) as progress:
+            summary = ingest(settings, driver, folder, triplets=triplets, progress=progress)
+    console.print(summary_table(summary))
+    console.print(f"\n[bold]kg search[/] {question!r}")
+    response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
+    _print(response)
+    if browser:
+        console.print(
+            f"\nOpen Neo4j Browser at [bold]{browser}[/] (user neo4j, password from "
+            "KG_NEO4J__PASSWORD; default kg-local-password) and run: "
+            "MATCH p=(:Entity {name:'Checkout Web'})-[*1..3]->() RETURN p"
+        )
+        console.print("Stop the server with: kg neo4j stop")
+    return 0
