@@ -1,0 +1,61 @@
+"""Write docs/configuration.md from kg.settings (run after changing a setting).
+
+    .venv/bin/python scripts/config_docs.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, SecretStr
+
+from kg.settings import Settings
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+
+HEAD = """# Configuration
+
+kg reads its settings once, at the edge (CLI command, API factory), from environment variables
+with the `KG_` prefix and `__` between section and field, and from a `.env` file in the working
+directory. Lists and maps take JSON (`KG_SEARCH__TYPE_WEIGHTS='{"DEPENDS_ON": 0.9}'`);
+`KG_API__API_KEYS` also takes a comma-separated list. The Neo4j connection also honours
+`NEO4J_URI`, `NEO4J_USERNAME`, `NEO4J_PASSWORD` and `NEO4J_DATABASE`; the `KG_` names win when
+both are set. Secrets are `SecretStr`: printed as `**********`, never logged.
+
+This page is generated from `kg/settings.py` by `scripts/config_docs.py`; a test keeps it current.
+"""
+
+
+def _default(field: object) -> str:
+    from pydantic.fields import FieldInfo
+
+    assert isinstance(field, FieldInfo)
+    if field.default_factory is not None:
+        value = field.default_factory()  # type: ignore[call-arg]
+    else:
+        value = field.default
+    if isinstance(value, SecretStr):
+        return "(secret)"
+    if value is None:
+        return "unset"
+    return f"`{value}`".replace(str(Path.home()), "~")
+
+
+def render() -> str:
+    parts = [HEAD]
+    for section, info in Settings.model_fields.items():
+        model = info.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            parts.append(f"\n`KG_{section.upper()}` — default {_default(info)}\n")
+            continue
+        doc = (model.__doc__ or "").strip().splitlines()[0]
+        parts.append(f"\n## {section}: {doc}\n\n| Variable | Default | Notes |\n|---|---|---|")
+        for name, field in model.model_fields.items():
+            note = (field.description or "").replace("|", "\\|")
+            parts.append(f"| `KG_{section.upper()}__{name.upper()}` | {_default(field)} | {note} |")
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render())
+    print(f"wrote {OUT}")
