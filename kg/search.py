@@ -299,9 +299,11 @@ class SearchService:
         result = await self.guard.run("entity_neighborhood", params)
         entity = await self.get_entity(entity_id)
         ranked = rank_expansion({entity_id: (1.0, entity)}, result.rows, self._weights)
+        others = [e for e in ranked.entities if e.id != entity_id]
+        details = await self._details([e.id for e in others[:200]])
         return {
             "entity": entity,
-            "entities": [e.model_dump() for e in ranked.entities if e.id != entity_id],
+            "entities": [e.model_dump() | details.get(e.id, {}) for e in others],
             "relations": [r.model_dump() for r in ranked.relations],
             "truncated": result.truncated,
         }
@@ -420,23 +422,42 @@ class SearchService:
                 "relation_types": req.relation_types,
                 "fanout": self._search.fanout,
                 "frontier_cap": self._search.frontier_cap,
-                "limit": self._search.row_cap,
+                "limit": min(self._search.expansion_limit, self._search.row_cap),
             },
         )
         ranked = rank_expansion(seeds, expansion.rows, self._weights)
         top_relations = ranked.relations[: req.limit * _EVIDENCE_RELATIONS]
         chunk_ids = list(dict.fromkeys(c for r in top_relations for c in r.chunk_ids))[:1000]
         entity_ids = [e.id for e in ranked.entities[: req.limit]]
-        evidence = await self.guard.run(
-            "evidence_chunks",
-            {
-                "chunk_ids": chunk_ids,
-                "entity_ids": entity_ids,
-                "per_entity": 10,
-                "limit": min(5000, max(req.limit * 10, 100)),
-            },
+        evidence, details = await asyncio.gather(
+            self.guard.run(
+                "evidence_chunks",
+                {
+                    "chunk_ids": chunk_ids,
+                    "entity_ids": entity_ids,
+                    "per_entity": 10,
+                    "limit": min(5000, max(req.limit * 10, 100)),
+                },
+            ),
+            self._details([e.id for e in ranked.entities[: req.limit] if e.id not in seeds]),
         )
+        ranked.entities = [
+            e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
+        ]
         return ranked, score_chunks(evidence.rows, ranked, self._weights)
+
+    async def _details(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Descriptions and aliases, read only for the entities a response shows."""
+        if not entity_ids:
+            return {}
+        result = await self.guard.run("entity_details", {"entity_ids": entity_ids})
+        return {
+            str(row["id"]): {
+                "description": str(row.get("description") or ""),
+                "aliases": [str(a) for a in row.get("aliases") or []],
+            }
+            for row in result.rows
+        }
 
 
 def _ms(started: float) -> float:

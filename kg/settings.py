@@ -123,6 +123,9 @@ class SearchSettings(BaseModel):
     fanout: int = Field(50, ge=1, le=1000, description="Relations read per node per hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
     rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal rank fusion constant.")
+    expansion_limit: int = Field(
+        300, ge=1, le=10_000, description="Relations local search reads per expansion."
+    )
     relation_types_ttl_s: float = Field(60.0, ge=0, description="Cache of db.relationshipTypes().")
 
 

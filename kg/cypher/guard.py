@@ -77,8 +77,13 @@ def rejected(exc: ValidationError, what: str) -> QueryRejected:
     return QueryRejected(f"invalid parameters for {what}: {fields}", errors=errors)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """Neo4j values as JSON-ready Python: temporals become ISO 8601 strings."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -220,13 +225,14 @@ class Guard:
             )
             try:
                 result = await tx.run(text, params)
+                keys = result.keys()
                 rows: list[dict[str, Any]] = []
                 truncated = False
                 async for record in result:
                     if len(rows) >= row_cap:
                         truncated = True
                         break
-                    rows.append(plain(record.data()))
+                    rows.append({k: plain(v) for k, v in zip(keys, record.values(), strict=True)})
                 return rows, truncated
             finally:
                 # A read has nothing to commit; closing rolls back and frees the server side.

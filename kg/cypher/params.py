@@ -156,6 +156,11 @@ class EntityParams(TemplateParams):
     entity_id: EntityId
 
 
+class EntityDetailsParams(TemplateParams):
+    entity_ids: list[EntityId] = Field(min_length=1, max_length=MAX_IDS)
+    limit: int = Field(MAX_IDS, ge=1, le=MAX_IDS)
+
+
 class EntitySourcesParams(TemplateParams):
     entity_id: EntityId
     limit: int = Field(50, ge=1, le=1000)

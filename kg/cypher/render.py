@@ -74,12 +74,10 @@ _EXPANSION_TAIL: LiteralString = (
     "ORDER BY hop, coalesce(r.weight, 0.0) DESC\n"
     "LIMIT $limit\n"
     "WITH r, hop, startNode(r) AS s, endNode(r) AS t\n"
-    "RETURN elementId(r) AS rel_id, type(r) AS type,\n"
-    "       s {.id, .name, .type, .description, .aliases} AS source,\n"
-    "       t {.id, .name, .type, .description, .aliases} AS target,\n"
+    "RETURN type(r) AS type, s {.id, .name, .type} AS source, t {.id, .name, .type} AS target,\n"
     "       r.description AS description, r.weight AS weight,\n"
     "       r.validFrom AS valid_from, r.validTo AS valid_to,\n"
-    "       r.chunk_ids[..50] AS chunk_ids, hop"
+    "       r.chunk_ids[..10] AS chunk_ids, hop"
 )
 
 
@@ -133,6 +131,14 @@ ENTITY_BY_ID: LiteralString = (
     "       COUNT { (e)--() } AS degree,\n"
     "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
     "LIMIT 1"
+)
+
+ENTITY_DETAILS: LiteralString = (
+    "UNWIND $entity_ids AS eid\n"
+    "MATCH (e:Entity {id: eid})\n"
+    "RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,\n"
+    "       e.aliases[..20] AS aliases\n"
+    "LIMIT $limit"
 )
 
 ENTITY_SOURCES: LiteralString = (

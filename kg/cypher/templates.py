@@ -16,6 +16,7 @@ from kg.cypher import render
 from kg.cypher.params import (
     DEPTHS,
     ChunksByVectorParams,
+    EntityDetailsParams,
     EntityParams,
     EntitySeedsParams,
     EntitySourcesParams,
@@ -152,6 +153,13 @@ TEMPLATES: tuple[Template, ...] = (
         params=EntityParams,
         texts=_one(render.ENTITY_BY_ID),
         row_cap=1,
+    ),
+    Template(
+        name="entity_details",
+        description="Name, type, description and aliases of up to 200 entities by id.",
+        params=EntityDetailsParams,
+        texts=_one(render.ENTITY_DETAILS),
+        row_cap=200,
     ),
     Template(
         name="entity_seeds",
