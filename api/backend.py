@@ -3,6 +3,8 @@
 The API must start (and answer 503) while Neo4j is down, and recover without a restart when it
 comes back. So template verification (``startup()``) is not a precondition of serving: it runs
 in the lifespan when Neo4j answers, and otherwise on the first request that finds Neo4j up.
+While Neo4j is suspected down, each request first probes it with one round trip, so clients
+get their 503 at once rather than after the driver's retry budget.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from kg.settings import Settings
 
 logger = logging.getLogger("kg.api")
 
+#: Upper bound on verifying every template (EXPLAIN) against the server.
+STARTUP_TIMEOUT_S = 60.0
+
 #: Exceptions that mean "Neo4j does not answer (or refuses us)"; never shown to clients.
 UNREACHABLE: tuple[type[BaseException], ...] = (
     ServiceUnavailable,
@@ -31,12 +36,11 @@ UNREACHABLE: tuple[type[BaseException], ...] = (
     OSError,
 )
 
-
-#: What a failed template verification at start-up can raise when Neo4j is the problem.
+#: What a failed probe or template verification can raise when Neo4j is the problem.
 _STARTUP_FAILURES: tuple[type[BaseException], ...] = (TimeoutError, DriverError, *UNREACHABLE)
 
-#: What leaves the API running but degraded (503) at start-up, rather than refusing to start.
-_DEGRADED: tuple[type[BaseException], ...] = (StoreError, *UNREACHABLE)
+#: Neo4j failed us: at start-up the API runs on degraded (503); mid-request, Neo4j becomes suspect.
+NEO4J_FAILURES: tuple[type[BaseException], ...] = (StoreError, *UNREACHABLE)
 
 
 @runtime_checkable
@@ -79,13 +83,14 @@ class Backend:
         self.service = service
         self.settings = settings
         self.ready = False
+        self.suspect = False
         self._lock = asyncio.Lock()
 
     async def try_startup(self) -> bool:
         """Verify templates if Neo4j answers; log and carry on (degraded) if it does not."""
         try:
             await self.acquire()
-        except _DEGRADED as exc:
+        except NEO4J_FAILURES as exc:
             # StoreError covers refused credentials; the message is scrubbed of secrets
             secrets = [self.settings.neo4j.password.get_secret_value()]
             logger.warning(
@@ -101,13 +106,17 @@ class Backend:
 
         Raises StoreUnavailable when Neo4j does not answer, so the request gets a 503.
         """
+        if self.suspect:
+            await self.probe()
         if self.ready:
             return self.service
         async with self._lock:
             if not self.ready:
+                await self.probe()
                 try:
                     await asyncio.wait_for(self.service.startup(), self._startup_timeout())
                 except _STARTUP_FAILURES as exc:
+                    self.suspect = True
                     if isinstance(exc, StoreUnavailable):
                         raise
                     raise StoreUnavailable("Neo4j does not answer") from exc
@@ -115,15 +124,32 @@ class Backend:
                 logger.info("search templates verified against Neo4j")
         return self.service
 
+    async def probe(self) -> None:
+        """One connectivity check bounded by the connection timeout; clears the suspicion."""
+        try:
+            await asyncio.wait_for(
+                self.driver.verify_connectivity(), self.settings.neo4j.connection_timeout_s
+            )
+        except _STARTUP_FAILURES as exc:
+            self.suspect = True
+            raise StoreUnavailable("Neo4j does not answer") from exc
+        self.suspect = False
+
+    def mark_unavailable(self) -> None:
+        """A request saw Neo4j fail; later requests probe before they wait on the driver."""
+        self.suspect = True
+
     async def health(self) -> bool:
         """Whether Neo4j answers now, bounded in time; never raises."""
         try:
-            ok = await asyncio.wait_for(self.service.health(), self._startup_timeout())
+            await self.probe()
+            timeout = self.settings.neo4j.connection_timeout_s * 2
+            ok = await asyncio.wait_for(self.service.health(), timeout)
         except Exception as exc:  # health must answer, whatever went wrong
-            logger.warning("health check failed: %s", type(exc).__name__)
+            logger.info("health check: Neo4j not available (%s)", type(exc).__name__)
             return False
         return bool(ok)
 
     def _startup_timeout(self) -> float:
-        neo4j = self.settings.neo4j
-        return neo4j.connection_timeout_s * 2 + self.settings.search.query_timeout_s
+        # EXPLAIN of every template on a cold server takes seconds; it happens once
+        return max(STARTUP_TIMEOUT_S, self.settings.search.query_timeout_s * 4)

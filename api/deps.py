@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 from litestar.datastructures import State
 
-from api.backend import Backend, SearchBackend
+from api.backend import NEO4J_FAILURES, Backend, SearchBackend
 
 
 def backend_from(state: State) -> Backend:
@@ -12,9 +14,18 @@ def backend_from(state: State) -> Backend:
     return backend
 
 
-async def provide_service(state: State) -> SearchBackend:
-    """The service with its templates verified; StoreUnavailable (503) while Neo4j is down."""
-    return await backend_from(state).acquire()
+async def provide_service(state: State) -> AsyncGenerator[SearchBackend, None]:
+    """The service with its templates verified; StoreUnavailable (503) while Neo4j is down.
+
+    A generator so that a Neo4j failure inside the handler marks the backend suspect.
+    """
+    backend = backend_from(state)
+    service = await backend.acquire()
+    try:
+        yield service
+    except NEO4J_FAILURES:
+        backend.mark_unavailable()
+        raise
 
 
 async def provide_backend(state: State) -> Backend:

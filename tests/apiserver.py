@@ -84,6 +84,9 @@ class TcpForwarder:
 
     def close(self) -> None:
         if self._listener is not None:
+            # shutdown wakes the thread blocked in accept(); close alone would not
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         with self._lock:
@@ -105,6 +108,8 @@ class TcpForwarder:
                 client.close()
                 continue
             upstream.settimeout(None)
+            for sock in (client, upstream):  # Bolt is chatty: no Nagle delays
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._conns += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
