@@ -30,7 +30,9 @@ QUESTION = "What does Checkout Web depend on, and who owns AuthService?"
 
 
 def example(
-    question: Annotated[str, Parameter(help="The question to ask once the graph is built.")] = QUESTION,
+    question: Annotated[str, Parameter(help="The question to ask once the graph is built.")] = (
+        QUESTION
+    ),
 ) -> int:
     """Build the example graph and search it: the quickest way to see kg work."""
     console = Console()

@@ -207,11 +207,11 @@ def ingest(
     doc_rows = [DocumentRow(d.id, d.path, d.title, d.sha256, str(root)) for d in todo]
     writer.upsert_documents(doc_rows)
     progress.advance()
-    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else []
+    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else None
     writer.upsert_chunks(
         [
             ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, [float(x) for x in vec])
-            for c, vec in zip(written_chunks, vectors, strict=True)
+            for c, vec in zip(written_chunks, vectors if vectors is not None else [], strict=True)
         ]
     )
     progress.advance()

@@ -416,8 +416,9 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
     invents a date.
     """
     dated = sorted(
-        (e for e in edges if e.valid_from is not None), key=lambda e: (_day(e.valid_from), e.key)
-    )  # type: ignore[arg-type]
+        (e for e in edges if e.valid_from is not None),
+        key=lambda e: (_day(e.valid_from or date.min), e.key),
+    )
     result: list[tuple[OpenEdge, date | datetime, str]] = []
     for i, old in enumerate(dated):
         assert old.valid_from is not None
