@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from kg.resolve.abbreviations import AbbreviationTable
 
@@ -38,6 +38,7 @@ _CAMEL_ACRONYM_WORD = re.compile(r"(?<=[A-ZÀ-ÞА-ЯЁ]{2})(?=[A-ZÀ-ÞА-ЯЁ]
 _APOSTROPHES = re.compile(r"['’`ʼ]")
 _TOKEN = re.compile(r"[^\W_]+")
 _ZERO_MINOR = re.compile(r"(\d)\.0+\b")  # "OAuth 2.0" is "OAuth 2"
+_WORD_CACHE_SIZE = 1 << 20
 _GLUED_SUFFIXES = ("service", "svc")
 
 # Ordered rewrites for the phonetic key; "\x01" protects "ch" from the c -> k rule.
@@ -69,6 +70,7 @@ def strip_accents(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=1 << 18)
 def phonetic(text: str) -> str:
     """A coarse spelling key over Latin text; only used for similarity, never for identity."""
     for old, new in _PHONETIC_STEPS:
@@ -76,6 +78,7 @@ def phonetic(text: str) -> str:
     return _SILENT_E.sub("", _DOUBLED.sub(r"\1", text))
 
 
+@lru_cache(maxsize=1 << 18)
 def strip_ending(token: str) -> str:
     """Drop one Russian case ending (transliterated) while at least 3 letters remain."""
     for ending in _RU_ENDINGS:
@@ -133,20 +136,39 @@ class Normalizer:
         text = _APOSTROPHES.sub("", text).replace("&", " and ")
         text = _ZERO_MINOR.sub(r"\1", text)
         out: list[str] = []
+        cache = self._word_cache
         for word in _TOKEN.findall(text):
-            folded = strip_accents(transliterate(word.casefold()))
-            if folded in self._protected:
-                parts = [folded]
-            else:
-                parts = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
-            for raw in parts:
-                for token in self._unglue(raw):
-                    out.extend(self._expand(token))
+            parts = cache.get(word)
+            if parts is None:
+                parts = self._word(word)
+                if len(cache) < _WORD_CACHE_SIZE:
+                    cache[word] = parts
+            out.extend(parts)
+        return tuple(out)
+
+    @cached_property
+    def _word_cache(self) -> dict[str, tuple[str, ...]]:
+        """Names repeat their words a lot; a word's analysis is pure, so remember it."""
+        return {}
+
+    def _word(self, word: str) -> tuple[str, ...]:
+        folded = strip_accents(transliterate(word.casefold()))
+        if folded in self._protected:
+            parts = [folded]
+        else:
+            parts = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
+        out: list[str] = []
+        for raw in parts:
+            for token in self._unglue(raw):
+                out.extend(self._expand(token))
         return tuple(out)
 
     def tokens(self, name: str) -> tuple[str, ...]:
-        """``words`` with light plural stemming: the units keys and scores are built from."""
-        return tuple(_stem(w) for w in self.words(name))
+        """``words`` with light plural stemming: the units keys and scores are built from.
+
+        A name with no letters or digits (``"!!!"``) is its own single token.
+        """
+        return tuple(map(_stem, self.words(name))) or (name.strip().casefold(),)
 
     def key(self, name: str) -> str:
         """The exact-match key (see module docstring)."""

@@ -17,7 +17,9 @@ Types never mix: every lookup is keyed by the casefolded type.
 
 from __future__ import annotations
 
+import gc
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +54,7 @@ class ResolutionStats:
     new_entities: int
     index: str
     adjudicated: int
+    seconds: dict[str, float] = field(default_factory=dict)  # per phase
 
 
 @dataclass
@@ -146,7 +149,15 @@ class Resolver:
     def resolve(self, mentions: Sequence[Mention]) -> Resolution:
         """One canonical entity id per mention, in input order."""
         run = _Run(self, mentions)
-        return run.execute()
+        # A million mentions allocate millions of small objects; the cyclic GC would rescan
+        # them over and over (none of them form cycles that need it during the run).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return run.execute()
+        finally:
+            if enabled:
+                gc.enable()
 
 
 class _Run:
@@ -163,6 +174,7 @@ class _Run:
         self.clusters: list[Cluster] = []
         self.indexes = _Indexes()
         self.adjudicated = 0
+        self.seconds: dict[str, float] = {}
 
     def form(self, name: str) -> Form:
         found = self._forms.get(name)
@@ -174,13 +186,24 @@ class _Run:
         return found
 
     def execute(self) -> Resolution:
+        clock = time.perf_counter()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            self.seconds[phase] = round(now - clock, 3)
+            clock = now
+
         groups, mention_group = self._group()
+        lap("group")
         vectors = self._vectors(groups)
+        lap("embed")
         self._seed_known()
         n_known = len(self.known)
         neighbours, kind = knn(
             vectors, self.settings.candidates + 1, self.settings.approximate_above
         )
+        lap("index")
         row_cluster = np.full(len(vectors), -1, dtype=np.int64)
         row_cluster[:n_known] = np.arange(n_known)
         for number, group in enumerate(groups):
@@ -189,22 +212,32 @@ class _Run:
                 group, row, vectors, neighbours.ids[row], neighbours.scores[row], row_cluster
             )
             row_cluster[row] = group.cluster
-        return self._finish(groups, mention_group, vectors, n_known, kind)
+        lap("cluster")
+        resolution = self._finish(groups, mention_group, vectors, n_known, kind)
+        lap("finish")
+        return resolution
 
     # -- 1. grouping ------------------------------------------------------------------------
     def _group(self) -> tuple[list[_Group], list[int]]:
         groups: list[_Group] = []
         by_key: dict[tuple[str, str], int] = {}
         mention_group: list[int] = []
+        keys: dict[str, str] = {}  # most names only need their key; founders get a full Form
+        tkeys: dict[str, str] = {}
         for order, mention in enumerate(self.mentions):
-            form = self.form(mention.name)
-            tkey = type_key(mention.type)
-            key = (form.compact, tkey)
-            number = by_key.get(key)
+            compact = keys.get(mention.name)
+            if compact is None:
+                if not mention.name.strip():
+                    raise ResolutionError(f"mention {order} has an empty name")
+                compact = keys[mention.name] = self.normalizer.key(mention.name)
+            tkey = tkeys.get(mention.type)
+            if tkey is None:
+                tkey = tkeys[mention.type] = type_key(mention.type)
+            number = by_key.get((compact, tkey))
             if number is None:
                 number = len(groups)
-                by_key[key] = number
-                groups.append(_Group(form, mention.type, tkey, order))
+                by_key[(compact, tkey)] = number
+                groups.append(_Group(self.form(mention.name), mention.type, tkey, order))
             group = groups[number]
             group.counts[mention.name] += 1
             group.first_seen.setdefault(mention.name, order)
@@ -468,6 +501,7 @@ class _Run:
             new_entities=len(new_ids),
             index=kind,
             adjudicated=self.adjudicated,
+            seconds=self.seconds,
         )
         return Resolution(
             entity_ids=[group_ids[g] for g in mention_group],
