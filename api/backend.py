@@ -125,14 +125,15 @@ class Backend:
         return self.service
 
     async def probe(self) -> None:
-        """One connectivity check bounded by the connection timeout; clears the suspicion."""
+        """One connectivity check (the service's health), bounded; clears the suspicion."""
         try:
-            await asyncio.wait_for(
-                self.driver.verify_connectivity(), self.settings.neo4j.connection_timeout_s
-            )
+            ok = await asyncio.wait_for(self.service.health(), self._probe_timeout())
         except _STARTUP_FAILURES as exc:
             self.suspect = True
             raise StoreUnavailable("Neo4j does not answer") from exc
+        if not ok:
+            self.suspect = True
+            raise StoreUnavailable("Neo4j does not answer")
         self.suspect = False
 
     def mark_unavailable(self) -> None:
@@ -143,12 +144,13 @@ class Backend:
         """Whether Neo4j answers now, bounded in time; never raises."""
         try:
             await self.probe()
-            timeout = self.settings.neo4j.connection_timeout_s * 2
-            ok = await asyncio.wait_for(self.service.health(), timeout)
         except Exception as exc:  # health must answer, whatever went wrong
             logger.info("health check: Neo4j not available (%s)", type(exc).__name__)
             return False
-        return bool(ok)
+        return True
+
+    def _probe_timeout(self) -> float:
+        return self.settings.neo4j.connection_timeout_s * 2
 
     def _startup_timeout(self) -> float:
         # EXPLAIN of every template on a cold server takes seconds; it happens once

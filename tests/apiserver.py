@@ -132,3 +132,32 @@ def api_settings(settings: Settings, **api: Any) -> Settings:
     """``settings`` with ApiSettings fields replaced (validated), e.g. ``require_auth=False``."""
     merged = settings.api.model_validate({**settings.api.model_dump(), **api})
     return settings.model_copy(update={"api": merged})
+
+
+_VERIFIED: set[str] = set()
+
+
+class _VerifiedOnce:
+    """The real search service, minus a repeat of the template EXPLAINs another app in this
+    test process already ran against the same server (they cost seconds per app)."""
+
+    def __init__(self, inner: Any, key: str) -> None:
+        self._inner = inner
+        self._key = key
+
+    async def startup(self) -> object:
+        if self._key in _VERIFIED:
+            return None
+        result = await self._inner.startup()
+        _VERIFIED.add(self._key)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def verified_once_factory(driver: Any, settings: Settings) -> Any:
+    """A ``service_factory`` for tests that start many apps against one server."""
+    from api.backend import default_service_factory
+
+    return _VerifiedOnce(default_service_factory(driver, settings), settings.neo4j.uri)

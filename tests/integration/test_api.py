@@ -12,7 +12,7 @@ from neo4j import Driver
 from api.app import create_app
 from kg.settings import Settings
 from tests.apidata import graph_counts, wipe, write_graph
-from tests.apiserver import LiveServer
+from tests.apiserver import LiveServer, api_settings, verified_once_factory
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def graph(driver: Driver, settings: Settings) -> Iterator[Driver]:
 @pytest.fixture(scope="module")
 def client(graph: Driver, settings: Settings) -> Iterator[httpx.Client]:
     app = create_app(
-        settings.model_copy(update={"api": settings.api.model_copy(update={"require_auth": False})})
+        api_settings(settings, require_auth=False), service_factory=verified_once_factory
     )
     with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         yield http

@@ -22,7 +22,7 @@ from neo4j import Driver
 from api.app import create_app
 from kg.settings import Settings
 from tests.apidata import graph_counts, graph_fingerprint, wipe, write_graph
-from tests.apiserver import LiveServer, api_settings
+from tests.apiserver import LiveServer, api_settings, verified_once_factory
 
 QUERY_TIMEOUT_S = 2.0
 #: A request runs a handful of guarded queries, each bounded by QUERY_TIMEOUT_S.
@@ -64,7 +64,7 @@ def hostile_settings(settings: Settings) -> Settings:
 @pytest.fixture(scope="module")
 def client(graph: Driver, hostile_settings: Settings) -> Iterator[httpx.Client]:
     with (
-        LiveServer(create_app(hostile_settings)) as server,
+        LiveServer(create_app(hostile_settings, service_factory=verified_once_factory)) as server,
         httpx.Client(base_url=server.url, timeout=60) as http,
     ):
         yield http

@@ -159,6 +159,18 @@ def test_error_paths_are_json(client: TestClient[Any], caplog: pytest.LogCapture
     assert PASSWORD not in caplog.text
 
 
+def test_a_neo4j_failure_makes_the_backend_probe_until_it_answers(
+    client: TestClient[Any],
+) -> None:
+    backend = client.app.state.backend
+    assert backend.ready
+    assert not backend.suspect
+    assert client.get("/entities/down").status_code == 503
+    assert backend.suspect
+    assert client.get("/entities/nobody").status_code == 404  # the probe passed
+    assert not backend.suspect
+
+
 def test_config_error_when_auth_required_without_keys() -> None:
     with pytest.raises(ConfigError):
         create_app(Settings(api={"host": "0.0.0.0"}), service_factory=lambda d, s: StandIn())
