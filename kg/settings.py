@@ -94,7 +94,7 @@ class ResolveSettings(BaseModel):
     merge_threshold: float = Field(0.86, ge=0, le=1)
     uncertain_threshold: float = Field(0.72, ge=0, le=1)
     candidates: int = Field(10, ge=1, le=200)
-    approximate_above: int = Field(20_000, ge=1)
+    approximate_above: int = Field(15_000, ge=1)
     llm_adjudication: bool = False
     llm_max_calls: int | None = Field(500, ge=0, description="Uncertain pairs asked per run.")
 
