@@ -40,6 +40,8 @@ _TOKEN = re.compile(r"[^\W_]+")
 _ZERO_MINOR = re.compile(r"(\d)\.0+\b")  # "OAuth 2.0" is "OAuth 2"
 _WORD_CACHE_SIZE = 1 << 20
 _GLUED_SUFFIXES = ("service", "svc")
+_RUNS = re.compile(r"\d+|[^\W\d_]+")  # "python3" -> "python", "3"; "s3" -> "s", "3"
+CODE_MAX_LEN = 3  # a letter run this short is a code (eu, ru, us, v, fa), not a word
 
 # Ordered rewrites for the phonetic key; "\x01" protects "ch" from the c -> k rule.
 _PHONETIC_STEPS: tuple[tuple[str, str], ...] = (
@@ -115,6 +117,7 @@ class Form:
     acronyms: tuple[str, ...]
     short: str | None
     cyrillic: bool
+    codes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,33 @@ class Normalizer:
             acronyms=self._acronyms(folded),
             short=_short_form(name),
             cyrillic=cyrillic,
+            codes=self._codes(tokens),
         )
+
+    def _codes(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
+        """Digit runs and short letter runs: the parts of a name that identify by being exact.
+
+        ``k8s-eu-1`` -> ``(1, eu)``, ``PostgreSQL 13`` -> ``(13,)``, ``J. Smith`` -> ``(j,)``.
+        Tokens are split where letters meet digits (``python3`` -> ``python``, ``3``) so a
+        glued version compares with a spaced one. Stopwords and vendors never count; generic
+        tokens (``ru``, ``inc``, ``co``) count only in identifier-like names (those with a digit),
+        where ``k8s-ru-1`` names a region, not a legal form or a domain.
+        """
+        runs = [run for token in tokens for run in _RUNS.findall(token)]
+        identifier = any(run.isdigit() for run in runs)
+        table = self.table
+        codes = [
+            run
+            for run in runs
+            if run.isdigit()
+            or (
+                len(run) <= CODE_MAX_LEN
+                and run not in table.stopwords
+                and run not in table.vendors
+                and (identifier or run not in table.generic)
+            )
+        ]
+        return tuple(sorted(codes))
 
     def _unglue(self, token: str) -> list[str]:
         if token in self.table.abbreviations:

@@ -11,6 +11,14 @@ case ending); digits must agree exactly. ``AuthService``/``AuthzService`` (authe
 authorization), ``Java``/``JavaScript`` and ``PaymentService``/``PaymentsGateway`` fail it,
 so however close their spelling, they can at most reach the uncertain band, where only an
 LLM adjudicator (if enabled) may join them.
+
+The code rule is stricter and comes first: digit runs and short letter runs (``eu``, ``ru``,
+``13``, ``v``, a person's initial) identify by being exact, so two names whose multisets of
+codes differ are never merged by spelling, whatever the rest of the name shares:
+``k8s-eu-1``/``k8s-ru-1``/``k8s-eu-2``, ``PostgreSQL 13``/``PostgreSQL 16``,
+``eu-west-1``/``us-west-1``, ``v1.27``/``v1.29``. Only two rules may pair names whose codes
+differ, because there the difference is the evidence: an acronym (``IAM`` vs its words) and
+initials (``J. Smith`` vs ``John Smith``).
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from kg.resolve.normalize import Form
+from kg.resolve.normalize import CODE_MAX_LEN, Form
 
 _DIGITS = re.compile(r"\d+")
 TOKEN_MATCH = 85.0  # rapidfuzz ratio two long tokens need to count as one word misspelt
@@ -49,19 +57,32 @@ def _token_match(a: str, b: str, min_len: int) -> bool:
 
 
 def _initials_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """``J. Smith`` ~ ``John Smith``: same words in order, some given only as initials."""
+    """``J. Smith`` ~ ``John Smith``: same words in order, some given only as initials.
+
+    The word an initial stands for must be a word (letters, longer than a code), so
+    ``k8s-e-1`` is not ``k8s-eu-1`` "with an initial".
+    """
     if len(a) != len(b) or len(a) < 2:
         return False
     initials = 0
     for x, y in zip(a, b, strict=True):
         if x == y:
             continue
-        if (len(x) == 1 and len(y) > 1 and y[0] == x) or (len(y) == 1 and len(x) > 1 and x[0] == y):
+        if _initial_of(x, y) or _initial_of(y, x):
             initials += 1
             continue
         return False
     full_words = sum(1 for x, y in zip(a, b, strict=True) if x == y and len(x) > 1)
     return initials > 0 and full_words > 0
+
+
+def _initial_of(initial: str, word: str) -> bool:
+    return len(initial) == 1 and len(word) > CODE_MAX_LEN and word.isalpha() and word[0] == initial
+
+
+def codes_conflict(a: Form, b: Form) -> bool:
+    """The two names differ in a digit run or a short code (see the module docstring)."""
+    return a.codes != b.codes
 
 
 def vendors_compatible(a: Form, b: Form) -> bool:
@@ -103,7 +124,8 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
     if a.compact == b.compact:
         return Score(1.0, "exact-normalized")
     same_digits = _DIGITS.findall(a.compact) == _DIGITS.findall(b.compact)
-    if same_digits and vendors_compatible(a, b):
+    conflict = codes_conflict(a, b)
+    if same_digits and not conflict and vendors_compatible(a, b):
         if a.core_compact == b.core_compact:
             return Score(0.97, "exact-core")
         if a.phonetic == b.phonetic:
@@ -118,6 +140,6 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
         return Score(0.95, "acronym")
     text = string_similarity(a, b)
     value = max(text, 0.5 * max(cosine, 0.0) + 0.5 * text)
-    if not tokens_compatible(a, b):
+    if conflict or not tokens_compatible(a, b):
         return Score(min(value, merge_threshold - 0.01), "embedding+string", guarded=False)
     return Score(value, "embedding+string")

@@ -50,8 +50,40 @@ def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> Non
         ("Google Cloud", "Amazon Cloud"),
         ("React", "React Native"),
         ("ISO 9001", "ISO 27001"),
+        # identifiers that differ in one code or digit (seen merged on real data)
+        ("k8s-eu-1", "k8s-ru-1"),
+        ("k8s-eu-1", "k8s-us-1"),
+        ("k8s-eu-1", "k8s-eu-2"),
+        ("k8s-ru-1", "k8s-1"),
+        ("PostgreSQL 13", "PostgreSQL 16"),
+        ("Python 2", "Python 3"),
+        ("eu-west", "eu-central"),
+        ("eu-west-1", "us-west-1"),
+        ("v1.27", "v1.29"),
+        ("J. Smith", "A. Smith"),
     ],
 )
 def test_hard_negatives_stay_below_the_merge_threshold(a: str, b: str) -> None:
     score = _score(a, b)
     assert score.value < MERGE, score
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Python3", "Питон 3"),  # glued and spaced versions carry the same codes
+        ("152-FZ", "ФЗ-152"),
+        ("v1.27", "v1.27.0"),
+        ("AWS S3", "S3"),  # vendors are not codes
+        ("ЦБ РФ", "ЦБ"),  # a generic token is not a code outside identifiers
+    ],
+)
+def test_equal_codes_do_not_block(a: str, b: str) -> None:
+    assert N.form(a).codes == N.form(b).codes
+    assert _score(a, b).value >= MERGE
+
+
+def test_codes_of_an_identifier() -> None:
+    assert N.form("k8s-ru-1").codes == ("1", "ru")  # "ru" is generic, but not in identifiers
+    assert N.form("Ozon.ru").codes == ()
+    assert N.form("J. Smith").codes == ("j",)

@@ -147,6 +147,22 @@ consul | Technology | Consul*2; HashiCorp Consul; consul
 istio | Technology | Istio*2; istio; Истио; Istio service mesh{Istio}
 clickhouse | Database | ClickHouse*3; Clickhouse; clickhouse; Кликхаус; CH{ClickHouse}
 airflow | Technology | Apache Airflow*2; Airflow*3; airflow; Эйрфлоу
+k8s_eu_1 | Cluster | k8s-eu-1*3; K8s-EU-1; k8s_eu_1; kubernetes-eu-1; k8s-eu-1 cluster{k8s-eu-1}
+k8s_ru_1 | Cluster | k8s-ru-1*2; K8S-RU-1; k8s_ru_1; kubernetes-ru-1
+k8s_eu_2 | Cluster | k8s-eu-2*2; k8s_eu_2; K8s-EU-2
+k8s_us_1 | Cluster | k8s-us-1; k8s_us_1
+postgresql_13 | Database | PostgreSQL 13*2; Postgres 13; postgresql-13; PostgreSQL 13.0
+postgresql_16 | Database | PostgreSQL 16*2; Postgres 16; postgresql16; Постгрес 16
+eu_west | Region | eu-west*2; EU West; eu_west
+eu_central | Region | eu-central*2; EU Central; eu_central
+us_east_1 | Region | us-east-1*2; US East 1; us_east_1
+us_east_2 | Region | us-east-2; US-East-2
+ru_central1 | Region | ru-central1*2; ru-central-1
+k8s_v1_27 | Version | v1.27*2; V1.27; v1.27.0
+k8s_v1_29 | Version | v1.29*2; V1.29
+java_17 | Language | Java 17*2; Java17; java 17
+java_21 | Language | Java 21; Java21
+adam_smith | Person | Adam Smith; A. Smith
 """
 
 _FORM = re.compile(r"^(?P<name>.*?)(?:\{(?P<aliases>[^}]*)\})?(?:\*(?P<n>\d+))?$")
