@@ -114,6 +114,18 @@ DEFAULT_GENERIC: frozenset[str] = frozenset(
         "russia",
         "g",  # "г. Москва"
         "gorod",
+        # Qualifiers that name the kind of thing next to a brand (each measured on the alias
+        # set; none lowered precision). Not "server" ("SQL Server" is not "SQL") and not
+        # "platform" ("Platform Team" vs "Platform" got worse).
+        "engine",  # "Docker Engine"
+        "ci",  # "Jenkins CI", "GitLab CI"
+        "lab",  # "Kaspersky Lab"
+        "labs",
+        "laboratoriya",  # "Лаборатория Касперского"
+        "group",  # "Mail.ru Group", "Sber Group"
+        "team",  # "SRE team", "Platform Team" (entities of type Team)
+        "komanda",  # "команда платформы"
+        "lang",  # "Go lang"
     }
 )
 

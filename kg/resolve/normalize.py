@@ -49,6 +49,19 @@ _PHONETIC_STEPS: tuple[tuple[str, str], ...] = (
     ("c", "k"), ("q", "k"), ("x", "ks"), ("kh", "h"), ("w", "v"), ("y", "i"), ("ee", "i"),
     ("oo", "u"), ("ea", "e"), ("\x01", "ch"),
 )  # fmt: skip
+# The consonant skeleton, for names written in another script: what survives of a name when
+# only its consonants are heard. "h" is dropped because Russian writes it "х" (kh) or not at
+# all (ГитХаб, Прометей); "ckh"/"кх" is a k then a silent h (ClickHouse/Кликхаус); "w" before
+# a consonant or at the end is a vowel (Windows/Виндоус, Airflow/Эйрфлоу); a final "s" is a
+# plural or a Greek ending (Prometheus/Прометей).
+_SKELETON_STEPS: tuple[tuple[str, str], ...] = (
+    ("sch", "sh"), ("tch", "ch"), ("ph", "f"), ("ckh", "k"), ("kkh", "k"), ("kh", "h"),
+    ("ck", "k"), ("sh", "\x02"),
+    ("ch", "\x01"), ("zh", "\x03"), ("h", ""), ("ts", "s"), ("q", "k"), ("x", "ks"),
+)  # fmt: skip
+_SOFT_C = re.compile(r"c(?=[eiy])")
+_WEAK_W = re.compile(r"w(?![aeiouy])")
+_VOWELS = re.compile(r"[aeiouy]+")
 _DOUBLED = re.compile(r"(.)\1+")
 _SILENT_E = re.compile(r"(?<=[^aeiou])e$")
 # Russian case and gender endings, transliterated, longest first: "Кафке"/"Кафки" ~ "Кафка".
@@ -78,6 +91,22 @@ def phonetic(text: str) -> str:
     for old, new in _PHONETIC_STEPS:
         text = text.replace(old, new)
     return _SILENT_E.sub("", _DOUBLED.sub(r"\1", text))
+
+
+@lru_cache(maxsize=1 << 18)
+def skeleton(token: str) -> str:
+    """``github``/``gitkhab`` -> ``gtb``, ``windows``/``vindous`` -> ``vnd``: consonants only.
+
+    Coarse on purpose and only ever compared across scripts (a Cyrillic name with a Latin
+    one), and only when long enough to be evidence (see ``score.skeletons_match``).
+    """
+    for old, new in _SKELETON_STEPS:
+        token = token.replace(old, new)
+    token = _WEAK_W.sub("", _SOFT_C.sub("s", token)).replace("c", "k").replace("w", "v")
+    token = _DOUBLED.sub(r"\1", _VOWELS.sub("", token))
+    if len(token) > 1 and token.endswith("s"):
+        token = token[:-1]
+    return token.replace("\x01", "ch").replace("\x02", "sh").replace("\x03", "zh")
 
 
 @lru_cache(maxsize=1 << 18)
@@ -118,6 +147,7 @@ class Form:
     short: str | None
     cyrillic: bool
     codes: tuple[str, ...]
+    skeleton: str
 
 
 @dataclass(frozen=True)
@@ -135,10 +165,17 @@ class Normalizer:
 
     def words(self, name: str) -> tuple[str, ...]:
         """Normalized, expanded words of ``name`` (not stemmed): what the hashing embedder sees."""
+        out: list[str] = []
+        for parts in self._word_parts(name):
+            out.extend(parts)
+        return tuple(out)
+
+    def _word_parts(self, name: str) -> list[tuple[str, ...]]:
+        """The analysis of each whitespace/punctuation-separated word of ``name``."""
         text = unicodedata.normalize("NFKC", name)
         text = _APOSTROPHES.sub("", text).replace("&", " and ")
         text = _ZERO_MINOR.sub(r"\1", text)
-        out: list[str] = []
+        out: list[tuple[str, ...]] = []
         cache = self._word_cache
         for word in _TOKEN.findall(text):
             parts = cache.get(word)
@@ -146,8 +183,8 @@ class Normalizer:
                 parts = self._word(word)
                 if len(cache) < _WORD_CACHE_SIZE:
                     cache[word] = parts
-            out.extend(parts)
-        return tuple(out)
+            out.append(parts)
+        return out
 
     @cached_property
     def _word_cache(self) -> dict[str, tuple[str, ...]]:
@@ -202,27 +239,34 @@ class Normalizer:
             acronyms=self._acronyms(folded),
             short=_short_form(name),
             cyrillic=cyrillic,
-            codes=self._codes(tokens),
+            codes=self._codes(name),
+            skeleton=skeleton(core_compact),
         )
 
-    def _codes(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
-        """Digit runs and short letter runs: the parts of a name that identify by being exact.
+    def _codes(self, name: str) -> tuple[str, ...]:
+        """Digit runs and short standalone letter runs: the parts that identify by being exact.
 
         ``k8s-eu-1`` -> ``(1, eu)``, ``PostgreSQL 13`` -> ``(13,)``, ``J. Smith`` -> ``(j,)``.
-        Tokens are split where letters meet digits (``python3`` -> ``python``, ``3``) so a
-        glued version compares with a spaced one. Stopwords and vendors never count; generic
-        tokens (``ru``, ``inc``, ``co``) count only in identifier-like names (those with a digit),
-        where ``k8s-ru-1`` names a region, not a legal form or a domain.
+        Words are split where letters meet digits (``python3`` -> ``python``, ``3``) so a
+        glued version compares with a spaced one. A short letter run counts only as a word of
+        its own: the ``git`` of ``GitHub`` is a syllable, the ``eu`` of ``eu-west`` a code.
+        Stopwords and vendors never count; generic tokens (``ru``, ``inc``, ``co``) count only
+        in identifier-like names (those with a digit), where ``k8s-ru-1`` names a region, not a
+        legal form or a domain.
         """
-        runs = [run for token in tokens for run in _RUNS.findall(token)]
-        identifier = any(run.isdigit() for run in runs)
+        runs: list[tuple[str, bool]] = []
+        for parts in self._word_parts(name):
+            standalone = len(parts) == 1
+            runs.extend((run, standalone) for part in parts for run in _RUNS.findall(part))
+        identifier = any(run.isdigit() for run, _ in runs)
         table = self.table
         codes = [
             run
-            for run in runs
+            for run, standalone in runs
             if run.isdigit()
             or (
-                len(run) <= CODE_MAX_LEN
+                standalone
+                and len(run) <= CODE_MAX_LEN
                 and run not in table.stopwords
                 and run not in table.vendors
                 and (identifier or run not in table.generic)

@@ -93,6 +93,7 @@ class _Indexes:
     core: dict[tuple[str, str], int] = field(default_factory=dict)
     spelling: dict[tuple[str, str], int] = field(default_factory=dict)
     stem: dict[tuple[str, str], int] = field(default_factory=dict)
+    skeleton: dict[tuple[str, str], int] = field(default_factory=dict)  # key: script + skeleton
     long_acronym: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     short_form: dict[tuple[str, str], set[int]] = field(default_factory=dict)
 
@@ -104,6 +105,7 @@ class _Indexes:
             (self.core, form.core_compact),
             (self.spelling, form.phonetic),
             (self.stem, form.stem_key),
+            (self.skeleton, _script(form.cyrillic) + form.skeleton),
         ):
             current = table.get((key, tkey))
             if current is None:
@@ -114,6 +116,11 @@ class _Indexes:
             self.long_acronym.setdefault((acronym, tkey), set()).add(cluster)
         if form.short is not None:
             self.short_form.setdefault((form.short, tkey), set()).add(cluster)
+
+
+def _script(cyrillic: bool) -> str:
+    """Skeletons are looked up in the other script only (see ``score.skeletons_match``)."""
+    return "c:" if cyrillic else "l:"
 
 
 class Resolver:
@@ -320,6 +327,7 @@ class _Run:
             (self.indexes.core, group.form.core_compact),
             (self.indexes.spelling, group.form.phonetic),
             (self.indexes.stem, group.form.stem_key),
+            (self.indexes.skeleton, _script(not group.form.cyrillic) + group.form.skeleton),
         ):
             found = table.get((key, tkey), -1)
             if found >= 0:

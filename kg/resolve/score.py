@@ -35,6 +35,7 @@ TOKEN_MATCH = 85.0  # rapidfuzz ratio two long tokens need to count as one word 
 TOKEN_MIN_LEN = 5  # shorter tokens must be equal: "auth"/"oath", "v1"/"v2"
 COMPACT_MATCH = 90.0  # whole-name ratio that excuses a different word split plus a typo
 COMPACT_MIN_LEN = 8
+SKELETON_MIN_LEN = 3  # "pl" (Apple/Эппл) or "jr" (Jira/Джира) is too little to go on
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,19 @@ def codes_conflict(a: Form, b: Form) -> bool:
     return a.codes != b.codes
 
 
+def skeletons_match(a: Form, b: Form) -> bool:
+    """A Cyrillic and a Latin name with one consonant skeleton of >= 3 consonants.
+
+    ``Раст``/``Rust`` (rst), ``ГитХаб``/``GitHub`` (gtb), ``Виндоус``/``Windows`` (vnd).
+    Within one script two spellings are a choice, not a transliteration, so never there.
+    """
+    return (
+        a.cyrillic != b.cyrillic
+        and a.skeleton == b.skeleton
+        and len(a.skeleton) >= SKELETON_MIN_LEN
+    )
+
+
 def vendors_compatible(a: Form, b: Form) -> bool:
     """``Apache Kafka`` ~ ``Kafka``, but ``Google Cloud`` is not ``Amazon Cloud``."""
     return a.vendor is None or b.vendor is None or a.vendor == b.vendor
@@ -132,6 +146,8 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
             return Score(0.93, "transliteration" if a.cyrillic != b.cyrillic else "phonetic")
         if (a.cyrillic or b.cyrillic) and a.stem_key == b.stem_key:
             return Score(0.9, "inflection")
+        if skeletons_match(a, b):
+            return Score(0.89, "transliteration")
     if same_digits and _initials_match(a.tokens, b.tokens):
         return Score(0.88, "initials")
     if (a.short is not None and a.short in b.acronyms) or (
