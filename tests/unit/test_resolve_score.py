@@ -56,7 +56,6 @@ def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> Non
         ("k8s-eu-1", "k8s-eu-2"),
         ("k8s-ru-1", "k8s-1"),
         ("PostgreSQL 13", "PostgreSQL 16"),
-        ("Python 2", "Python 3"),
         ("eu-west", "eu-central"),
         ("eu-west-1", "us-west-1"),
         ("v1.27", "v1.29"),
