@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -40,6 +41,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 _ZERO_MINOR = re.compile(r"(\d)\.0+\b")  # "OAuth 2.0" is "OAuth 2"
 _WORD_CACHE_SIZE = 1 << 20
 _GLUED_SUFFIXES = ("service", "svc")
+_TITLE_WORDS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)+")  # Single-Sign-On
 _RUNS = re.compile(r"\d+|[^\W\d_]+")  # "python3" -> "python", "3"; "s3" -> "s", "3"
 CODE_MAX_LEN = 3  # a letter run this short is a code (eu, ru, us, v, fa), not a word
 
@@ -166,40 +168,95 @@ class Normalizer:
     def words(self, name: str) -> tuple[str, ...]:
         """Normalized, expanded words of ``name`` (not stemmed): what the hashing embedder sees."""
         out: list[str] = []
-        for parts in self._word_parts(name):
+        for parts, _ in self._word_parts(name):
             out.extend(parts)
         return tuple(out)
 
-    def _word_parts(self, name: str) -> list[tuple[str, ...]]:
-        """The analysis of each whitespace/punctuation-separated word of ``name``."""
+    def _word_parts(self, name: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """The analysis of each whitespace/punctuation-separated word: (words, stemmed words).
+
+        Two one-part words that the table knows as one (``mongo db``, ``Java Script``) are
+        analysed as one word, like ``PostgresSQL`` is inside a word (see ``_joins``).
+        """
         text = unicodedata.normalize("NFKC", name)
         text = _APOSTROPHES.sub("", text).replace("&", " and ")
         text = _ZERO_MINOR.sub(r"\1", text)
-        out: list[tuple[str, ...]] = []
+        out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         cache = self._word_cache
+        previous: tuple[str, ...] = ()
         for word in _TOKEN.findall(text):
-            parts = cache.get(word)
-            if parts is None:
-                parts = self._word(word)
+            found = cache.get(word)
+            if found is None:
+                found = self._word(word)
                 if len(cache) < _WORD_CACHE_SIZE:
-                    cache[word] = parts
-            out.append(parts)
+                    cache[word] = found
+            raw, parts, stemmed = found
+            if len(previous) == 1 and len(raw) == 1:
+                joined = self._joins(previous[0], raw[0])
+                if joined is not None:
+                    previous = (joined,)
+                    analysed = self._analyse(previous)
+                    out[-1] = (analysed, tuple(map(_stem, analysed)))
+                    continue
+            previous = raw
+            out.append((parts, stemmed))
         return out
 
     @cached_property
-    def _word_cache(self) -> dict[str, tuple[str, ...]]:
+    def _word_cache(self) -> dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
         """Names repeat their words a lot; a word's analysis is pure, so remember it."""
         return {}
 
-    def _word(self, word: str) -> tuple[str, ...]:
+    @cached_property
+    def _absorbing(self) -> Mapping[str, str]:
+        """Abbreviations whose one-word expansion starts with them: ``postgres``, ``mongo``."""
+        return {
+            short: whole
+            for short, whole in self.table.abbreviations.items()
+            if " " not in whole and whole != short and whole.startswith(short)
+        }
+
+    def _joins(self, a: str, b: str) -> str | None:
+        """``a b`` written apart but known as one word: ``mongo db``, ``Postgres SQL``.
+
+        Either the two together are a word the table knows (``mongodb``, ``javascript``),
+        or ``a`` abbreviates a word that already ends in ``b`` (``postgres`` -> postgresql,
+        so ``PostgresSQL`` is not PostgreSQL plus SQL).
+        """
+        if a + b in self._protected:
+            return a + b
+        whole = self._absorbing.get(a)
+        if (
+            whole is not None
+            and len(b) >= 2
+            and whole.endswith(b)
+            and len(a) + len(b) >= len(whole)
+        ):
+            return a
+        return None
+
+    def _word(self, word: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """Raw parts of one word (camelCase split, table words kept whole), their analysis,
+        and the analysis with English plurals stemmed."""
         folded = strip_accents(transliterate(word.casefold()))
         if folded in self._protected:
-            parts = [folded]
+            raw = [folded]
         else:
-            parts = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
+            raw = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
+        joined: list[str] = []
+        for part in raw:
+            glued = self._joins(joined[-1], part) if joined else None
+            if glued is None:
+                joined.append(part)
+            else:
+                joined[-1] = glued
+        analysed = self._analyse(joined)
+        return tuple(joined), analysed, tuple(map(_stem, analysed))
+
+    def _analyse(self, raw: Sequence[str]) -> tuple[str, ...]:
         out: list[str] = []
-        for raw in parts:
-            for token in self._unglue(raw):
+        for part in raw:
+            for token in self._unglue(part):
                 out.extend(self._expand(token))
         return tuple(out)
 
@@ -208,7 +265,10 @@ class Normalizer:
 
         A name with no letters or digits (``"!!!"``) is its own single token.
         """
-        return tuple(map(_stem, self.words(name))) or (name.strip().casefold(),)
+        out: list[str] = []
+        for _, stemmed in self._word_parts(name):
+            out.extend(stemmed)
+        return tuple(out) or (name.strip().casefold(),)
 
     def key(self, name: str) -> str:
         """The exact-match key (see module docstring)."""
@@ -234,9 +294,10 @@ class Normalizer:
             core_compact=core_compact,
             phonetic=phonetic(core_compact),
             phonetic_core=tuple(phonetic(t) for t in core),
-            stem_key=phonetic("".join(strip_ending(t) for t in core)),
+            # stem again after the case ending: "Яндекса" -> yandeks -> yandek, as "Яндекс"
+            stem_key=phonetic("".join(_stem(strip_ending(t)) for t in core)),
             vendor=vendor,
-            acronyms=self._acronyms(folded),
+            acronyms=self._acronyms(folded, name),
             short=_short_form(name),
             cyrillic=cyrillic,
             codes=self._codes(name),
@@ -255,7 +316,7 @@ class Normalizer:
         legal form or a domain.
         """
         runs: list[tuple[str, bool]] = []
-        for parts in self._word_parts(name):
+        for parts, _ in self._word_parts(name):
             standalone = len(parts) == 1
             runs.extend((run, standalone) for part in parts for run in _RUNS.findall(part))
         identifier = any(run.isdigit() for run, _ in runs)
@@ -289,10 +350,10 @@ class Normalizer:
             expanded = table.get(_stem(token), token)
         return expanded.split()
 
-    def _acronyms(self, folded: str) -> tuple[str, ...]:
+    def _acronyms(self, folded: str, text: str) -> tuple[str, ...]:
         """Initials of the words of a multi-word name, in both scripts, without stopwords."""
-        if len(folded.split()) < 2:  # "auth-svc" is one word, not an acronym source
-            return ()
+        if len(folded.split()) < 2 and not _TITLE_WORDS.fullmatch(text.strip()):
+            return ()  # "auth-svc" is one word, not an acronym source; "Single-Sign-On" is
         words = _TOKEN.findall(folded)
         if len(words) < 2:
             return ()
