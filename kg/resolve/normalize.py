@@ -43,7 +43,8 @@ _WORD_CACHE_SIZE = 1 << 20
 _GLUED_SUFFIXES = ("service", "svc")
 _TITLE_WORDS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)+")  # Single-Sign-On
 _RUNS = re.compile(r"\d+|[^\W\d_]+")  # "python3" -> "python", "3"; "s3" -> "s", "3"
-CODE_MAX_LEN = 3  # a letter run this short is a code (eu, ru, us, v, fa), not a word
+CODE_MAX_LEN = 2  # a standalone letter run this short is a code (eu, us, j), not a word
+IDENTIFIER_CODE_MAX_LEN = 3  # in a name with a digit, 3 letters too (k8s-fra-1, v1-rc)
 
 # Ordered rewrites for the phonetic key; "\x01" protects "ch" from the c -> k rule.
 _PHONETIC_STEPS: tuple[tuple[str, str], ...] = (
@@ -111,6 +112,22 @@ def skeleton(token: str) -> str:
     return token.replace("\x01", "ch").replace("\x02", "sh").replace("\x03", "zh")
 
 
+_EN_SUFFIXES = ("ings", "ing", "ers", "er", "ed")
+
+
+@lru_cache(maxsize=1 << 18)
+def english_stem(token: str) -> str:
+    """``logging`` -> ``log``, ``limiter``/``limiting`` -> ``limit``: one derivational ending off.
+
+    Only while at least 4 letters remain (``user``, ``order`` stay), then doubled letters
+    collapse; used for the ``derived`` key, never for identity.
+    """
+    for suffix in _EN_SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 4:
+            return _DOUBLED.sub(r"\1", token[: -len(suffix)])
+    return _DOUBLED.sub(r"\1", token)
+
+
 @lru_cache(maxsize=1 << 18)
 def strip_ending(token: str) -> str:
     """Drop one Russian case ending (transliterated) while at least 3 letters remain."""
@@ -150,6 +167,7 @@ class Form:
     cyrillic: bool
     codes: tuple[str, ...]
     skeleton: str
+    derived: str
 
 
 @dataclass(frozen=True)
@@ -302,6 +320,7 @@ class Normalizer:
             cyrillic=cyrillic,
             codes=self._codes(name),
             skeleton=skeleton(core_compact),
+            derived="".join(english_stem(t) for t in core),
         )
 
     def _codes(self, name: str) -> tuple[str, ...]:
@@ -310,7 +329,8 @@ class Normalizer:
         ``k8s-eu-1`` -> ``(1, eu)``, ``PostgreSQL 13`` -> ``(13,)``, ``J. Smith`` -> ``(j,)``.
         Words are split where letters meet digits (``python3`` -> ``python``, ``3``) so a
         glued version compares with a spaced one. A short letter run counts only as a word of
-        its own: the ``git`` of ``GitHub`` is a syllable, the ``eu`` of ``eu-west`` a code.
+        its own (the ``hu`` of ``GitHub`` is no code, the ``eu`` of ``eu-west`` is) and only up to
+        2 letters, 3 in a name with a digit: ``log``, ``api``, ``web`` are words.
         Stopwords and vendors never count; generic tokens (``ru``, ``inc``, ``co``) count only
         in identifier-like names (those with a digit), where ``k8s-ru-1`` names a region, not a
         legal form or a domain.
@@ -320,6 +340,7 @@ class Normalizer:
             standalone = len(parts) == 1
             runs.extend((run, standalone) for part in parts for run in _RUNS.findall(part))
         identifier = any(run.isdigit() for run, _ in runs)
+        max_len = IDENTIFIER_CODE_MAX_LEN if identifier else CODE_MAX_LEN
         table = self.table
         codes = [
             run
@@ -327,7 +348,7 @@ class Normalizer:
             if run.isdigit()
             or (
                 standalone
-                and len(run) <= CODE_MAX_LEN
+                and len(run) <= max_len
                 and run not in table.stopwords
                 and run not in table.vendors
                 and (identifier or run not in table.generic)

@@ -94,6 +94,7 @@ class _Indexes:
     spelling: dict[tuple[str, str], int] = field(default_factory=dict)
     stem: dict[tuple[str, str], int] = field(default_factory=dict)
     skeleton: dict[tuple[str, str], int] = field(default_factory=dict)  # key: script + skeleton
+    derived: dict[tuple[str, str], int] = field(default_factory=dict)
     long_acronym: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     short_form: dict[tuple[str, str], set[int]] = field(default_factory=dict)
 
@@ -106,6 +107,7 @@ class _Indexes:
             (self.spelling, form.phonetic),
             (self.stem, form.stem_key),
             (self.skeleton, _script(form.cyrillic) + form.skeleton),
+            (self.derived, form.derived),
         ):
             current = table.get((key, tkey))
             if current is None:
@@ -328,6 +330,7 @@ class _Run:
             (self.indexes.spelling, group.form.phonetic),
             (self.indexes.stem, group.form.stem_key),
             (self.indexes.skeleton, _script(not group.form.cyrillic) + group.form.skeleton),
+            (self.indexes.derived, group.form.derived),
         ):
             found = table.get((key, tkey), -1)
             if found >= 0:

@@ -99,6 +99,21 @@ def skeletons_match(a: Form, b: Form) -> bool:
     )
 
 
+def derivations_match(a: Form, b: Form) -> bool:
+    """``audit logging service`` ~ ``AuditLogService``, ``Rate Limiting Service`` ~ ``RateLimiter``.
+
+    Same words up to one English derivational ending (-ing, -er, -ed). Only for descriptive
+    names (at least one side of two or more words): between single-word brands an ending
+    is a different product (``Docker``/``Dock``, ``Packer``/``Pack``).
+    """
+    return (
+        not a.cyrillic
+        and not b.cyrillic
+        and max(len(a.core), len(b.core)) >= 2
+        and a.derived == b.derived
+    )
+
+
 def vendors_compatible(a: Form, b: Form) -> bool:
     """``Apache Kafka`` ~ ``Kafka``, but ``Google Cloud`` is not ``Amazon Cloud``."""
     return a.vendor is None or b.vendor is None or a.vendor == b.vendor
@@ -148,6 +163,8 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
             return Score(0.9, "inflection")
         if skeletons_match(a, b):
             return Score(0.89, "transliteration")
+        if derivations_match(a, b):
+            return Score(0.88, "derivation")
     if same_digits and _initials_match(a.tokens, b.tokens):
         return Score(0.88, "initials")
     if (a.short is not None and a.short in b.acronyms) or (

@@ -9,7 +9,7 @@ import pytest
 
 from kg.errors import ConfigError
 from kg.resolve.abbreviations import AbbreviationTable, load_table
-from kg.resolve.normalize import Normalizer, phonetic, strip_ending, transliterate
+from kg.resolve.normalize import Normalizer, phonetic, skeleton, strip_ending, transliterate
 
 N = Normalizer(AbbreviationTable())
 
@@ -25,6 +25,9 @@ N = Normalizer(AbbreviationTable())
         ["Джава", "Java"],
         ["OAuth 2.0", "OAuth2", "oauth 2"],
         ["María García", "Maria Garcia"],
+        ["PostgresSQL", "PostgreSQL", "postgres sql"],  # an abbreviation absorbs its own tail
+        ["mongo db", "MongoDB", "Mongo DB"],
+        ["Java Script", "JavaScript"],
     ],
 )
 def test_spelling_variants_share_the_exact_key(names: list[str]) -> None:
@@ -113,3 +116,14 @@ def test_bad_abbreviation_file_is_a_config_error(tmp_path: Path, content: str) -
 def test_missing_abbreviation_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         load_table(tmp_path / "nope.yaml")
+
+
+def test_consonant_skeleton() -> None:
+    assert skeleton("github") == skeleton(transliterate("гитхаб")) == "gtb"
+    assert skeleton("clickhouse") == skeleton(transliterate("кликхаус"))
+    assert skeleton("windows") == skeleton(transliterate("виндоус"))
+
+
+def test_acronyms_of_title_hyphen_words() -> None:
+    assert "sso" in N.form("Single-Sign-On").acronyms
+    assert N.form("auth-svc").acronyms == ()

@@ -29,6 +29,19 @@ def _score(a: str, b: str):  # type: ignore[no-untyped-def]
         ("IAM", "Identity and Access Management", "acronym"),
         ("J. Smith", "John Smith", "initials"),
         ("Kuberentes", "Kubernetes", "embedding+string"),
+        ("ГитХаб", "GitHub", "transliteration"),
+        ("Раст", "Rust", "transliteration"),
+        ("Волт", "Vault", "transliteration"),
+        ("Виндоус", "Windows", "transliteration"),
+        ("Эйрфлоу", "Airflow", "transliteration"),
+        ("Кликхаус", "ClickHouse", "transliteration"),
+        ("Прометей", "Prometheus", "transliteration"),
+        ("Docker Engine", "Docker", "exact-core"),
+        ("Jenkins CI", "Jenkins", "exact-core"),
+        ("Kaspersky Lab", "Kaspersky", "exact-core"),
+        ("audit logging service", "AuditLogService", "derivation"),
+        ("Rate Limiting Service", "RateLimiter", "derivation"),
+        ("Яндекса", "Яндекс", "inflection"),
     ],
 )
 def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> None:
@@ -60,6 +73,12 @@ def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> Non
         ("eu-west-1", "us-west-1"),
         ("v1.27", "v1.29"),
         ("J. Smith", "A. Smith"),
+        # the skeleton is only for another script, and only with 3+ consonants
+        ("Эппл", "Apple"),
+        ("Rust", "Rest"),
+        # derivational endings only between descriptive (multi-word) names
+        ("Docker", "Dock"),
+        ("Packer", "Pack"),
     ],
 )
 def test_hard_negatives_stay_below_the_merge_threshold(a: str, b: str) -> None:
