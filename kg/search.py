@@ -400,6 +400,11 @@ class SearchService:
         rankings: list[list[str]] = []
         for key in ("vector", "fulltext"):
             hits = row.get(key) or []
+            if key == "vector" and hits:
+                # Embeddings always return k neighbours; far ones are noise, not seeds.
+                best_score = max(float(h["score"]) for h in hits)
+                floor = best_score * self._search.seed_relative_cutoff
+                hits = [h for h in hits if float(h["score"]) >= floor]
             rankings.append([str(h["id"]) for h in hits])
             for hit in hits:
                 info.setdefault(str(hit["id"]), hit)

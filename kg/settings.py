@@ -115,6 +115,12 @@ class SearchSettings(BaseModel):
     max_limit: int = Field(100, ge=1, le=10_000)
     row_cap: int = Field(2000, ge=1, le=100_000)
     seeds: int = Field(5, ge=1, le=50)
+    seed_relative_cutoff: float = Field(
+        0.85,
+        ge=0,
+        le=1,
+        description="Vector seeds scoring below this fraction of the best one are dropped.",
+    )
     max_query_chars: int = Field(2000, ge=1)
     type_weights: dict[str, float] = Field(
         default_factory=lambda: {"DEPENDS_ON": 0.95, "CALLS": 0.9, "OWNED_BY": 0.85, "MENTIONS": 0.3}
