@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from cyclopts import App
@@ -23,6 +24,9 @@ app.command("cli.example_cmd:example", name="example")
 
 def main() -> None:
     """Console entry point: kg errors become one clear line and exit code 1, never a traceback."""
+    # kg reports failed chunks itself (summary, exit code 2); instructor would also log each
+    # failed HTTP attempt at ERROR, even ones a retry then fixed.
+    logging.getLogger("instructor").setLevel(logging.CRITICAL)
     try:
         result = app(result_action="return_value")
     except KGError as exc:
