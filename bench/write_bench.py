@@ -193,8 +193,9 @@ def main() -> None:
         apply_schema(driver, database=db, dimension=settings.resolve.embedding_dim)
         print(f"{args.relations} relations, per-row writer on {args.per_row} rows")
         run(driver, db, min(args.relations, 5000), 1000, 100)  # warm-up: plans, JIT, caches
-        print(f"{'batch':>6} {'ceiling r/s':>12} {'bare r/s':>9} {'ours r/s':>9} {'per-row r/s':>12} "
-              f"{'ours/ceiling':>13} {'ours/bare':>10} {'ours/per-row':>13}")  # fmt: skip
+        header = ("batch", "ceiling r/s", "bare r/s", "ours r/s", "per-row r/s",
+                  "ours/ceiling", "ours/bare", "ours/per-row")  # fmt: skip
+        print(" ".join(f"{h:>13}" for h in header))
         for batch in [int(b) for b in args.batch_sizes.split(",")]:
             runs = [
                 run(driver, db, args.relations, batch, args.per_row) for _ in range(args.repeats)
@@ -203,8 +204,9 @@ def main() -> None:
             ratio_c = statistics.median(r["ours"] / r["ceiling"] for r in runs)
             ratio_b = statistics.median(r["ours"] / r["bare"] for r in runs)
             ratio_p = statistics.median(r["ours"] / r["per_row"] for r in runs)
-            print(f"{batch:>6} {med['ceiling']:>12.0f} {med['bare']:>9.0f} {med['ours']:>9.0f} "
-                  f"{med['per_row']:>12.0f} {ratio_c:>13.2f} {ratio_b:>10.2f} {ratio_p:>13.1f}")  # fmt: skip
+            cells = [f"{batch}", f"{med['ceiling']:.0f}", f"{med['bare']:.0f}", f"{med['ours']:.0f}",
+                     f"{med['per_row']:.0f}", f"{ratio_c:.2f}", f"{ratio_b:.2f}", f"{ratio_p:.1f}"]  # fmt: skip
+            print(" ".join(f"{c:>13}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic.fields import FieldInfo
@@ -44,11 +44,9 @@ class LocalServerSettings(BaseModel):
     browser_version: str = BROWSER_VERSION
     home: Path = Path(".kg/neo4j")
     jar_cache: Path = Field(
-        default_factory=lambda: Path(
-            os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))
+        default_factory=lambda: (
+            Path(os.environ.get("XDG_CACHE_HOME", str(Path.home() / ".cache"))) / "kg" / "neo4j"
         )
-        / "kg"
-        / "neo4j"
     )
     bolt_port: int = Field(7687, ge=1, le=65535)
     http_port: int = Field(7474, ge=1, le=65535)
@@ -123,7 +121,12 @@ class SearchSettings(BaseModel):
     )
     max_query_chars: int = Field(2000, ge=1)
     type_weights: dict[str, float] = Field(
-        default_factory=lambda: {"DEPENDS_ON": 0.95, "CALLS": 0.9, "OWNED_BY": 0.85, "MENTIONS": 0.3}
+        default_factory=lambda: {
+            "DEPENDS_ON": 0.95,
+            "CALLS": 0.9,
+            "OWNED_BY": 0.85,
+            "MENTIONS": 0.3,
+        }
     )
     default_type_weight: float = Field(0.7, ge=0, le=1)
     fanout: int = Field(50, ge=1, le=1000, description="Relations read per node per hop.")
@@ -141,9 +144,7 @@ class ApiSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
-    require_auth: bool | None = Field(
-        None, description="Default: on when host is not loopback."
-    )
+    require_auth: bool | None = Field(None, description="Default: on when host is not loopback.")
     max_body_bytes: int = Field(1_048_576 * 2, ge=1024)
 
     @field_validator("api_keys", mode="before")
@@ -159,7 +160,7 @@ class ApiSettings(BaseModel):
 class _EcosystemNeo4jEnv(PydanticBaseSettingsSource):
     """Reads NEO4J_URI / NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE."""
 
-    _names = {
+    _names: ClassVar[dict[str, str]] = {
         "NEO4J_URI": "uri",
         "NEO4J_USERNAME": "username",
         "NEO4J_USER": "username",
@@ -171,9 +172,7 @@ class _EcosystemNeo4jEnv(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        found = {
-            key: os.environ[env] for env, key in self._names.items() if os.environ.get(env)
-        }
+        found = {key: os.environ[env] for env, key in self._names.items() if os.environ.get(env)}
         return {"neo4j": found} if found else {}
 
 

@@ -1,6 +1,6 @@
 """Write docs/configuration.md from kg.settings (run after changing a setting).
 
-    .venv/bin/python scripts/config_docs.py
+.venv/bin/python scripts/config_docs.py
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ def _default(field: object) -> str:
     from pydantic.fields import FieldInfo
 
     assert isinstance(field, FieldInfo)
-    if field.default_factory is not None:
-        value = field.default_factory()  # type: ignore[call-arg]
-    else:
-        value = field.default
+    factory = field.default_factory
+    value = factory() if factory is not None else field.default  # type: ignore[call-arg]
     if isinstance(value, SecretStr):
         return "(secret)"
     if value is None:

@@ -42,7 +42,7 @@ def docker_answers() -> bool:
     if docker is None:
         return False
     try:
-        proc = subprocess.run(  # noqa: S603
+        proc = subprocess.run(
             [docker, "info", "--format", "{{.ServerVersion}}"],
             capture_output=True,
             timeout=10,

@@ -121,12 +121,15 @@ def test_local_server_start_browser_schema_stop(tmp_path: Path) -> None:
             assert resp.status == 200
             assert b"Neo4j Browser" in resp.read()
         status = _kg(env, "neo4j", "status")
-        assert status.returncode == 0 and "running" in status.stdout
+        assert status.returncode == 0
+        assert "running" in status.stdout
         first = _kg(env, "schema", "apply")
         assert first.returncode == 0, first.stderr
-        assert "created" in first.stdout and "entity_id" in first.stdout
+        assert "created" in first.stdout
+        assert "entity_id" in first.stdout
         second = _kg(env, "schema", "apply")
-        assert second.returncode == 0 and "nothing created" in second.stdout
+        assert second.returncode == 0
+        assert "nothing created" in second.stdout
         # Data survives a restart: the home folder is persistent.
         assert _kg(env, "neo4j", "stop").returncode == 0
         assert _kg(env, "neo4j", "start").returncode == 0
@@ -136,7 +139,8 @@ def test_local_server_start_browser_schema_stop(tmp_path: Path) -> None:
         stopped = _kg(env, "neo4j", "stop")
     assert stopped.returncode == 0
     after = _kg(env, "neo4j", "status")
-    assert after.returncode == 3 and "stopped" in after.stdout
+    assert after.returncode == 3
+    assert "stopped" in after.stdout
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", bolt)) != 0
 

@@ -187,8 +187,10 @@ def test_llm_ingest_counts_calls_and_reuses_the_cache(
     assert summary.documents_new == 2
     assert summary.llm_calls == llm.calls == 2
     assert [s["path"] for s in summary.skipped] == ["logo.png"]
-    rels = {(r["a"], r["t"], r["b"]) for r in clean_graph.execute_query(
-        "MATCH (a:Entity)-[r]->(b:Entity) RETURN a.name AS a, type(r) AS t, b.name AS b").records}  # fmt: skip
+    records = clean_graph.execute_query(
+        "MATCH (a:Entity)-[r]->(b:Entity) RETURN a.name AS a, type(r) AS t, b.name AS b"
+    ).records
+    rels = {(r["a"], r["t"], r["b"]) for r in records}
     assert rels == {
         ("AuthService", "DEPENDS_ON", "PostgreSQL"),
         ("Checkout", "CALLS", "AuthService"),
@@ -205,7 +207,7 @@ def test_llm_ingest_counts_calls_and_reuses_the_cache(
 def test_failed_chunk_writes_nothing_of_itself_and_is_retried_next_run(
     clean_graph: Driver, llm_settings: Any, tmp_path: Path
 ) -> None:
-    settings, llm = llm_settings
+    settings, _llm = llm_settings
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "ok.md").write_text("AuthService keeps its sessions in PostgreSQL.\n")

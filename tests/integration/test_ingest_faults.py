@@ -80,7 +80,8 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
         server.stop()
         out, err = proc.communicate(timeout=180)
         assert proc.returncode == 1, (out, err)
-        assert "error:" in err and "Neo4j" in err
+        assert "error:" in err
+        assert "Neo4j" in err
         assert "Traceback" not in err
         assert password not in out + err
 

@@ -24,8 +24,10 @@ def seed(writer: GraphWriter) -> None:
     writer.upsert_documents(
         [DocumentRow("d1", "a.md", "A", "h1"), DocumentRow("d2", "b.md", "B", "h2")]
     )
-    writer.upsert_chunks([ChunkRow("c1", "d1", 0, "one", "s1"), ChunkRow("c2", "d1", 1, "two", "s2"),
-                          ChunkRow("c3", "d2", 0, "three", "s3")])  # fmt: skip
+    writer.upsert_chunks(
+        [ChunkRow("c1", "d1", 0, "one", "s1"), ChunkRow("c2", "d1", 1, "two", "s2"),
+         ChunkRow("c3", "d2", 0, "three", "s3")]
+    )  # fmt: skip
     writer.upsert_entities(
         [EntityRow("auth", "AuthService", "Service", aliases=("auth-svc",)),
          EntityRow("pg", "PostgreSQL", "Database"), EntityRow("id", "Team Identity", "Team"),

@@ -7,8 +7,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_configuration_page_is_current() -> None:
-    spec = importlib.util.spec_from_file_location("config_docs", REPO / "scripts" / "config_docs.py")
-    assert spec and spec.loader
+    path = REPO / "scripts" / "config_docs.py"
+    spec = importlib.util.spec_from_file_location("config_docs", path)
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     current = (REPO / "docs" / "configuration.md").read_text()
