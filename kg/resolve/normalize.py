@@ -41,6 +41,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 _ZERO_MINOR = re.compile(r"(\d)\.0+\b")  # "OAuth 2.0" is "OAuth 2"
 _WORD_CACHE_SIZE = 1 << 20
 _GLUED_SUFFIXES = ("service", "svc")
+_DIGIT_RUNS = re.compile(r"\d+")
 _TITLE_WORDS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё]+(?:-[A-ZА-ЯЁ][a-zа-яё]+)+")  # Single-Sign-On
 _RUNS = re.compile(r"\d+|[^\W\d_]+")  # "python3" -> "python", "3"; "s3" -> "s", "3"
 CODE_MAX_LEN = 2  # a standalone letter run this short is a code (eu, us, j), not a word
@@ -168,6 +169,8 @@ class Form:
     codes: tuple[str, ...]
     skeleton: str
     derived: str
+    digits: tuple[str, ...]  # digit runs of ``compact``, in order
+    core_digits: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -196,9 +199,11 @@ class Normalizer:
         Two one-part words that the table knows as one (``mongo db``, ``Java Script``) are
         analysed as one word, like ``PostgresSQL`` is inside a word (see ``_joins``).
         """
-        text = unicodedata.normalize("NFKC", name)
-        text = _APOSTROPHES.sub("", text).replace("&", " and ")
-        text = _ZERO_MINOR.sub(r"\1", text)
+        text = name if name.isascii() else unicodedata.normalize("NFKC", name)
+        if not text.isalnum():  # plain one-word names skip the rewrites
+            text = _APOSTROPHES.sub("", text).replace("&", " and ")
+            if "." in text:
+                text = _ZERO_MINOR.sub(r"\1", text)
         out: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         cache = self._word_cache
         previous: tuple[str, ...] = ()
@@ -283,8 +288,14 @@ class Normalizer:
 
         A name with no letters or digits (``"!!!"``) is its own single token.
         """
+        return self._tokens(name, self._word_parts(name))
+
+    @staticmethod
+    def _tokens(
+        name: str, word_parts: list[tuple[tuple[str, ...], tuple[str, ...]]]
+    ) -> tuple[str, ...]:
         out: list[str] = []
-        for _, stemmed in self._word_parts(name):
+        for _, stemmed in word_parts:
             out.extend(stemmed)
         return tuple(out) or (name.strip().casefold(),)
 
@@ -294,7 +305,8 @@ class Normalizer:
 
     def form(self, name: str) -> Form:
         """Analyze one surface form."""
-        tokens = self.tokens(name)
+        word_parts = self._word_parts(name)
+        tokens = self._tokens(name, word_parts)
         generic = self.table.generic
         vendor: str | None = None
         rest = tokens
@@ -302,12 +314,13 @@ class Normalizer:
             vendor, rest = tokens[0], tokens[1:]
         core = tuple(t for t in rest if t not in generic) or rest
         core_compact = "".join(core)
+        compact = "".join(tokens)
         folded = unicodedata.normalize("NFKC", name).casefold()
         cyrillic = bool(_CYRILLIC_RE.search(folded))
         return Form(
             text=name,
             tokens=tokens,
-            compact="".join(tokens),
+            compact=compact,
             core=core,
             core_compact=core_compact,
             phonetic=phonetic(core_compact),
@@ -318,12 +331,14 @@ class Normalizer:
             acronyms=self._acronyms(folded, name),
             short=_short_form(name),
             cyrillic=cyrillic,
-            codes=self._codes(name),
+            codes=self._codes(word_parts),
             skeleton=skeleton(core_compact),
             derived="".join(english_stem(t) for t in core),
+            digits=tuple(_DIGIT_RUNS.findall(compact)),
+            core_digits=tuple(_DIGIT_RUNS.findall(core_compact)),
         )
 
-    def _codes(self, name: str) -> tuple[str, ...]:
+    def _codes(self, word_parts: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[str, ...]:
         """Digit runs and short standalone letter runs: the parts that identify by being exact.
 
         ``k8s-eu-1`` -> ``(1, eu)``, ``PostgreSQL 13`` -> ``(13,)``, ``J. Smith`` -> ``(j,)``.
@@ -336,7 +351,7 @@ class Normalizer:
         legal form or a domain.
         """
         runs: list[tuple[str, bool]] = []
-        for parts, _ in self._word_parts(name):
+        for parts, _ in word_parts:
             standalone = len(parts) == 1
             runs.extend((run, standalone) for part in parts for run in _RUNS.findall(part))
         identifier = any(run.isdigit() for run, _ in runs)

@@ -33,7 +33,7 @@ from kg.resolve.abbreviations import load_table
 from kg.resolve.adjudicate import Adjudicator, Side
 from kg.resolve.cluster import Cluster, entity_id, type_key
 from kg.resolve.embed import Embedder
-from kg.resolve.index import knn
+from kg.resolve.index import knn_by_label
 from kg.resolve.normalize import Form, Normalizer
 from kg.resolve.score import Score, score_pair
 from kg.settings import ResolveSettings
@@ -181,6 +181,7 @@ class _Run:
         self.mentions = mentions
         self._forms: dict[str, Form] = {}
         self.clusters: list[Cluster] = []
+        self.cluster_tkeys: list[str] = []  # casefolded type of each cluster
         self.indexes = _Indexes()
         self.adjudicated = 0
         self.seconds: dict[str, float] = {}
@@ -209,8 +210,13 @@ class _Run:
         lap("embed")
         self._seed_known()
         n_known = len(self.known)
-        neighbours, kind = knn(
-            vectors, self.settings.candidates + 1, self.settings.approximate_above
+        type_numbers: dict[str, int] = {}
+        labels = [
+            type_numbers.setdefault(tkey, len(type_numbers))
+            for tkey in [type_key(e.type) for e in self.known] + [g.tkey for g in groups]
+        ]
+        neighbours, kind = knn_by_label(
+            vectors, labels, self.settings.candidates + 1, self.settings.approximate_above
         )
         lap("index")
         row_cluster = np.full(len(vectors), -1, dtype=np.int64)
@@ -284,6 +290,7 @@ class _Run:
             cluster = Cluster(anchor=form, anchor_row=row, type=entity.type, known=entity)
             number = len(self.clusters)
             self.clusters.append(cluster)
+            self.cluster_tkeys.append(tkey)
             self.indexes.register_exact(form, tkey, number, "known")
             self.indexes.register_anchor(form, tkey, number)
             for alias in entity.aliases:
@@ -347,7 +354,7 @@ class _Run:
         ):
             if 0 <= other < row and similarity >= CANDIDATE_FLOOR:
                 number = int(row_cluster[other])
-                if number >= 0 and type_key(self.clusters[number].type) == tkey:
+                if number >= 0 and self.cluster_tkeys[number] == tkey:
                     candidates[number] = None
 
         best: tuple[float, int, Score] | None = None
@@ -415,6 +422,7 @@ class _Run:
     def _found(self, group: _Group, row: int) -> None:
         number = len(self.clusters)
         self.clusters.append(Cluster(anchor=group.form, anchor_row=row, type=group.type))
+        self.cluster_tkeys.append(group.tkey)
         group.cluster, group.score, group.method = number, 1.0, "new"
         self.indexes.register_anchor(group.form, group.tkey, number)
         self._absorb(group, number)

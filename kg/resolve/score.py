@@ -40,7 +40,7 @@ SKELETON_MIN_LEN = 3  # "pl" (Apple/Эппл) or "jr" (Jira/Джира) is too l
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """A pair's score, the evidence behind it, and whether the token guard passed."""
+    """A pair's score, the evidence behind it; ``guarded`` is False when the guard capped it."""
 
     value: float
     method: str
@@ -125,7 +125,7 @@ def tokens_compatible(a: Form, b: Form) -> bool:
     Tokens are compared by their spelling key, so a transliteration can partner its English
     spelling; across scripts a 4-letter word may be near (``Азур``/``Azure``).
     """
-    if _DIGITS.findall(a.core_compact) != _DIGITS.findall(b.core_compact):
+    if a.core_digits != b.core_digits:
         return False
     if not vendors_compatible(a, b):
         return False
@@ -152,7 +152,7 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
     """Score two forms of the same type; unguarded scores stay below ``merge_threshold``."""
     if a.compact == b.compact:
         return Score(1.0, "exact-normalized")
-    same_digits = _DIGITS.findall(a.compact) == _DIGITS.findall(b.compact)
+    same_digits = a.digits == b.digits
     conflict = codes_conflict(a, b)
     if same_digits and not conflict and vendors_compatible(a, b):
         if a.core_compact == b.core_compact:
@@ -173,6 +173,9 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
         return Score(0.95, "acronym")
     text = string_similarity(a, b)
     value = max(text, 0.5 * max(cosine, 0.0) + 0.5 * text)
+    cap = merge_threshold - 0.01
+    if value <= cap:  # already below: the guard could not lower it (and it is the slow part)
+        return Score(value, "embedding+string")
     if conflict or not tokens_compatible(a, b):
-        return Score(min(value, merge_threshold - 0.01), "embedding+string", guarded=False)
+        return Score(cap, "embedding+string", guarded=False)
     return Score(value, "embedding+string")

@@ -36,3 +36,19 @@ def test_k_larger_than_rows_and_empty() -> None:
     assert neighbours.ids.shape == (3, 3)
     empty, _ = knn(np.zeros((0, 8), dtype=np.float32), 4, approximate_above=100)
     assert empty.ids.shape[0] == 0
+
+
+def test_per_label_indexes_are_deterministic_and_never_cross_labels() -> None:
+    from kg.resolve.index import knn_by_label
+
+    vectors = _vectors(3000)
+    labels = [i % 3 for i in range(3000)]
+    first, kind = knn_by_label(vectors, labels, 5, approximate_above=500, workers=2)
+    second, _ = knn_by_label(vectors, labels, 5, approximate_above=500, workers=2)
+    serial, _ = knn_by_label(vectors, labels, 5, approximate_above=500, workers=1)
+    assert kind == "hnsw"
+    assert np.array_equal(first.ids, second.ids)
+    assert np.array_equal(first.ids, serial.ids)  # threads do not change the graphs
+    found = first.ids[first.ids >= 0]
+    rows = np.nonzero(first.ids >= 0)[0]
+    assert np.array_equal(found % 3, rows % 3)
