@@ -107,7 +107,7 @@ def skeleton(token: str) -> str:
     for old, new in _SKELETON_STEPS:
         token = token.replace(old, new)
     token = _WEAK_W.sub("", _SOFT_C.sub("s", token)).replace("c", "k").replace("w", "v")
-    token = _DOUBLED.sub(r"\1", _VOWELS.sub("", token))
+    token = _VOWELS.sub("", _DOUBLED.sub(r"\1", token))  # "Teterriri" keeps t-t-r-r
     if len(token) > 1 and token.endswith("s"):
         token = token[:-1]
     return token.replace("\x01", "ch").replace("\x02", "sh").replace("\x03", "zh")
@@ -307,12 +307,19 @@ class Normalizer:
         """Analyze one surface form."""
         word_parts = self._word_parts(name)
         tokens = self._tokens(name, word_parts)
+        unstemmed = [w for parts, _ in word_parts for w in parts]
+        if len(unstemmed) != len(tokens):
+            unstemmed = list(tokens)
         generic = self.table.generic
         vendor: str | None = None
         rest = tokens
         if tokens and tokens[0] in self.table.vendors and any(t not in generic for t in tokens[1:]):
             vendor, rest = tokens[0], tokens[1:]
         core = tuple(t for t in rest if t not in generic) or rest
+        offset = len(tokens) - len(rest)
+        core_words = [
+            w for t, w in zip(rest, unstemmed[offset:], strict=True) if t not in generic
+        ] or unstemmed[offset:]
         core_compact = "".join(core)
         compact = "".join(tokens)
         folded = unicodedata.normalize("NFKC", name).casefold()
@@ -325,8 +332,8 @@ class Normalizer:
             core_compact=core_compact,
             phonetic=phonetic(core_compact),
             phonetic_core=tuple(phonetic(t) for t in core),
-            # stem again after the case ending: "Яндекса" -> yandeks -> yandek, as "Яндекс"
-            stem_key=phonetic("".join(_stem(strip_ending(t)) for t in core)),
+            # from unstemmed words: "Яндекса" -> yandeks, as "Яндекс" (not plural-stemmed yandek)
+            stem_key=phonetic("".join(strip_ending(w) for w in core_words)),
             vendor=vendor,
             acronyms=self._acronyms(folded, name),
             short=_short_form(name),

@@ -36,6 +36,7 @@ TOKEN_MIN_LEN = 5  # shorter tokens must be equal: "auth"/"oath", "v1"/"v2"
 COMPACT_MATCH = 90.0  # whole-name ratio that excuses a different word split plus a typo
 COMPACT_MIN_LEN = 8
 SKELETON_MIN_LEN = 3  # "pl" (Apple/Эппл) or "jr" (Jira/Джира) is too little to go on
+SKELETON_MIN_SPELLING = 60.0  # and the spelling keys must still look alike (Раст/Rust: 75)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,7 @@ def skeletons_match(a: Form, b: Form) -> bool:
         a.cyrillic != b.cyrillic
         and a.skeleton == b.skeleton
         and len(a.skeleton) >= SKELETON_MIN_LEN
+        and fuzz.ratio(a.phonetic, b.phonetic) >= SKELETON_MIN_SPELLING
     )
 
 
