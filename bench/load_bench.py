@@ -1,0 +1,335 @@
+"""Load test: 50 keep-alive clients on POST /search/local against the API in its own process.
+
+    .venv/bin/python bench/load_bench.py --local --graph example            # ~2 min
+    .venv/bin/python bench/load_bench.py --local --graph 100k               # + ~7 min load
+    .venv/bin/python bench/load_bench.py --graph example --wipe             # NEO4J_URI's Neo4j
+
+Neo4j: ``--local`` starts a throwaway ``kg.graph.server.LocalNeo4j`` on free ports (deleted
+afterwards); otherwise the one in NEO4J_URI / KG_NEO4J__* is used, and wiped only with
+``--wipe``. The graph is the example corpus (``kg.ingest`` with its triplets file) or the
+generated 100k-entity graph of bench/search_bench.py (500k relations, 5 supernodes). The API is
+``uvicorn --factory api.app:create_app`` in a child process on a free loopback port, auth off.
+
+The run is bounded: it stops after ``--seconds`` (plus ``--warmup`` seconds not counted) or
+``--max-requests``, whichever comes first; every request has a client timeout; the API and a
+local Neo4j are stopped in ``finally``. Everything stays on loopback. Reported: requests,
+errors (non-2xx responses and exceptions, separately), p50/p95/p99 latency, throughput, and the
+API process's peak RSS (VmHWM from /proc/<pid>/status). The client shares the machine's cores
+with the API and Neo4j, so the figures are for the whole box. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
+from kg.settings import Settings  # noqa: E402
+
+EXAMPLE = REPO / "examples" / "platform-docs"
+TRIPLETS = REPO / "examples" / "platform-docs.triplets.jsonl"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+QUESTIONS = (
+    "What does {a} depend on?",
+    "Who owns {a}?",
+    "Where is {a} hosted?",
+    "{a}",
+    "How is {a} related to {b}?",
+    "What changed about {a} recently?",
+)
+
+
+# -- Neo4j and the graph ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
+    """A throwaway local server (``--local``) or the configured one, checked to be loopback."""
+    if not args.local:
+        settings = Settings()
+        host = urlsplit(settings.neo4j.uri).hostname or ""
+        if host not in LOOPBACK:
+            raise SystemExit(f"refusing a non-loopback Neo4j ({host}); use --local")
+        if not args.wipe:
+            raise SystemExit("refusing to wipe the configured Neo4j; pass --wipe or --local")
+        yield settings
+        return
+    from kg.graph.server import LocalNeo4j
+
+    home = Path(tempfile.mkdtemp(prefix="kg-load-neo4j-"))
+    settings = Settings(
+        neo4j={"password": "kg-load-password"},
+        server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
+                "heap": args.heap, "pagecache": args.pagecache},
+    )  # fmt: skip
+    server = LocalNeo4j(settings)
+    try:
+        status = server.start()
+        neo4j = settings.neo4j.model_copy(update={"uri": status.bolt_uri})
+        yield settings.model_copy(update={"neo4j": neo4j})
+    finally:
+        server.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:
+    """Wipe, load the chosen graph, and return entity names to ask about."""
+    db = settings.neo4j.database
+    with open_driver(settings.neo4j) as driver:
+        with driver.session(database=db) as session:
+            session.run(
+                "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+            ).consume()
+        started = time.perf_counter()
+        if args.graph == "example":
+            from kg.ingest import ingest
+
+            ingest(settings, driver, EXAMPLE, triplets=TRIPLETS)
+        else:
+            from bench.search_bench import generate, load_neo4j
+
+            load_neo4j(driver, settings, generate(args.scale, 5, args.seed))
+        records = driver.execute_query(
+            "MATCH (e:Entity) RETURN e.name AS name ORDER BY e.id LIMIT 5000", database_=db
+        ).records
+        counts = driver.execute_query(
+            "MATCH (e:Entity) WITH count(e) AS entities "
+            "MATCH ()-[r]->() WHERE NOT type(r) IN ['MENTIONS', 'PART_OF', 'NEXT'] "
+            "RETURN entities, count(r) AS relations",
+            database_=db,
+        ).records[0]
+    print(f"graph {args.graph}: {counts['entities']} entities, {counts['relations']} relations, "
+          f"loaded in {time.perf_counter() - started:.1f}s", flush=True)  # fmt: skip
+    return [str(r["name"]) for r in records if r["name"]]
+
+
+# -- the API process -------------------------------------------------------------------------
+
+
+@contextmanager
+def api_process(settings: Settings, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """uvicorn with the app factory in a child process; its settings come from KG_ variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
+    env.update(
+        KG_NEO4J__URI=settings.neo4j.uri,
+        KG_NEO4J__USERNAME=settings.neo4j.username,
+        KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
+        KG_NEO4J__DATABASE=settings.neo4j.database,
+        KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
+        KG_API__REQUIRE_AUTH="false",
+    )
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app",
+           "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+           "--no-access-log"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"the API exited during start-up (code {proc.returncode})")
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("the API did not become healthy within 120 s")
+            time.sleep(0.25)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def memory_mb(pid: int, field: str) -> float:
+    """``VmHWM`` (peak) or ``VmRSS`` of a process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(field)
+
+
+# -- the clients -----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    latencies_ms: list[float] = field(default_factory=list)
+    statuses: Counter[int] = field(default_factory=Counter)
+    exceptions: Counter[str] = field(default_factory=Counter)
+    sent: int = 0
+
+
+def make_bodies(names: list[str], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """A fixed, seeded mix of questions, depths 1..3 and modes."""
+    rng = random.Random(args.seed)
+    modes = args.modes.split(",")
+    bodies = []
+    for _ in range(2000):
+        a, b = rng.choice(names), rng.choice(names)
+        query = rng.choice(QUESTIONS).format(a=a, b=b)
+        bodies.append({"query": query, "depth": rng.choice((1, 2, 3)), "limit": 20,
+                       "mode": rng.choice(modes)})  # fmt: skip
+    return bodies
+
+
+async def client(
+    http: httpx.AsyncClient,
+    bodies: list[dict[str, Any]],
+    offset: int,
+    stop_at: float,
+    count_from: float,
+    budget: list[int],
+    tally: Tally,
+) -> None:
+    i = offset
+    while time.monotonic() < stop_at and budget[0] > 0:
+        body = bodies[i % len(bodies)]
+        i += 1
+        started = time.monotonic()
+        counted = started >= count_from
+        if counted:
+            budget[0] -= 1
+            tally.sent += 1
+        try:
+            resp = await http.post("/search/local", json=body)
+        except httpx.HTTPError as exc:
+            if counted:
+                tally.exceptions[type(exc).__name__] += 1
+            continue
+        if counted:
+            tally.latencies_ms.append((time.monotonic() - started) * 1000)
+            tally.statuses[resp.status_code] += 1
+
+
+async def drive(
+    port: int, bodies: list[dict[str, Any]], args: argparse.Namespace
+) -> tuple[Tally, float]:
+    """Run the clients; the tally of the measured window and its length in seconds."""
+    tally = Tally()
+    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=args.request_timeout
+    ) as http:
+        now = time.monotonic()
+        count_from = now + args.warmup
+        stop_at = count_from + args.seconds
+        budget = [args.max_requests]
+        tasks = [
+            client(http, bodies, k * 37, stop_at, count_from, budget, tally)
+            for k in range(args.clients)
+        ]
+        await asyncio.wait_for(
+            asyncio.gather(*tasks), args.warmup + args.seconds + args.request_timeout + 10
+        )
+        window_s = max(time.monotonic(), count_from) - count_from
+    return tally, window_s
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def report(
+    tally: Tally, window_s: float, peak_mb: float, rss_mb: float, args: argparse.Namespace
+) -> dict[str, Any]:
+    ok = sum(n for code, n in tally.statuses.items() if 200 <= code < 300)
+    non2xx = {code: n for code, n in tally.statuses.items() if not 200 <= code < 300}
+    lat = tally.latencies_ms or [float("nan")]
+    out = {
+        "graph": args.graph,
+        "clients": args.clients,
+        "seconds": round(window_s, 1),
+        "requests": tally.sent,
+        "ok": ok,
+        "non_2xx": sum(non2xx.values()),
+        "non_2xx_by_status": non2xx,
+        "exceptions": sum(tally.exceptions.values()),
+        "exceptions_by_type": dict(tally.exceptions),
+        "p50_ms": round(statistics.median(lat), 1),
+        "p95_ms": round(pct(lat, 0.95), 1),
+        "p99_ms": round(pct(lat, 0.99), 1),
+        "max_ms": round(max(lat), 1),
+        "req_per_s": round(ok / window_s, 1) if window_s else 0.0,
+        "api_peak_rss_mb": round(peak_mb, 1),
+        "api_rss_end_mb": round(rss_mb, 1),
+    }
+    print(f"\n{args.graph}: {args.clients} clients, {out['seconds']}s measured "
+          f"(after {args.warmup}s warm-up)")  # fmt: skip
+    print(f"  requests {out['requests']}  ok {ok}  non-2xx {out['non_2xx']} {non2xx or ''}  "
+          f"exceptions {out['exceptions']} {dict(tally.exceptions) or ''}")  # fmt: skip
+    print(f"  latency p50 {out['p50_ms']} ms  p95 {out['p95_ms']} ms  p99 {out['p99_ms']} ms  "
+          f"max {out['max_ms']} ms")  # fmt: skip
+    print(f"  throughput {out['req_per_s']} req/s  API peak RSS {out['api_peak_rss_mb']} MB "
+          f"(end {out['api_rss_end_mb']} MB)")  # fmt: skip
+    print(json.dumps(out))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--graph", choices=("example", "100k"), default="example")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds not counted")
+    parser.add_argument("--max-requests", type=int, default=200_000)
+    parser.add_argument("--request-timeout", type=float, default=30.0)
+    parser.add_argument("--modes", default="graph", help="comma-separated: graph,vector,hybrid")
+    parser.add_argument("--local", action="store_true", help="start a throwaway local Neo4j")
+    parser.add_argument("--wipe", action="store_true", help="allow wiping the configured Neo4j")
+    parser.add_argument("--scale", type=float, default=1.0, help="100k graph: 1.0 = 100k")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--heap", default="2g")
+    parser.add_argument("--pagecache", default="1g")
+    args = parser.parse_args()
+    if not 1 <= args.clients <= 1000 or args.seconds <= 0 or args.max_requests < 1:
+        raise SystemExit("--clients 1..1000, --seconds > 0, --max-requests >= 1")
+
+    with neo4j_settings(args) as settings:
+        names = load_graph(settings, args)
+        bodies = make_bodies(names, args)
+        port = free_port()
+        with api_process(settings, port) as proc:
+            tally, window_s = asyncio.run(drive(port, bodies, args))
+            peak, rss = memory_mb(proc.pid, "VmHWM"), memory_mb(proc.pid, "VmRSS")
+        report(tally, window_s, peak, rss, args)
+
+
+if __name__ == "__main__":
+    main()
