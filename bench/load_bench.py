@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
+from kg.graph.schema import apply_schema  # noqa: E402
 from kg.settings import Settings  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -111,6 +112,7 @@ def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:
                 "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
             ).consume()
         started = time.perf_counter()
+        apply_schema(driver, database=db, dimension=settings.resolve.embedding_dim)
         if args.graph == "example":
             from kg.ingest import ingest
 
