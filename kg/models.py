@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date
 
 
 @dataclass(frozen=True)
@@ -82,20 +81,6 @@ class MergeRecord:
     canonical: str
     score: float
     method: str
-
-
-@dataclass(frozen=True)
-class Relation:
-    """A resolved relation between two canonical entities, with provenance."""
-
-    source_id: str
-    target_id: str
-    predicate: str
-    description: str = ""
-    weight: float = 0.5
-    valid_from: date | None = None
-    valid_to: date | None = None
-    chunk_id: str | None = None
 
 
 # Relationship types reach Cypher only as parameters ($(type)); this pattern is the allowlist

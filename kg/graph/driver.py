@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
@@ -9,32 +11,25 @@ from kg.errors import StoreError, StoreUnavailable
 from kg.settings import Neo4jSettings
 
 
-def _auth(settings: Neo4jSettings) -> tuple[str, str]:
-    return settings.username, settings.password.get_secret_value()
+def _options(settings: Neo4jSettings) -> dict[str, Any]:
+    """The same bounds for sync and async drivers: connect, acquire and retry in seconds."""
+    return {
+        "auth": (settings.username, settings.password.get_secret_value()),
+        "connection_timeout": settings.connection_timeout_s,
+        "connection_acquisition_timeout": settings.connection_timeout_s * 2,
+        "max_transaction_retry_time": 10.0,
+        "notifications_min_severity": "OFF",
+    }
 
 
 def open_driver(settings: Neo4jSettings) -> Driver:
     """A sync driver; the caller closes it."""
-    return GraphDatabase.driver(
-        settings.uri,
-        auth=_auth(settings),
-        connection_timeout=settings.connection_timeout_s,
-        connection_acquisition_timeout=settings.connection_timeout_s * 2,
-        max_transaction_retry_time=10.0,
-        notifications_min_severity="OFF",
-    )
+    return GraphDatabase.driver(settings.uri, **_options(settings))
 
 
 def open_async_driver(settings: Neo4jSettings) -> AsyncDriver:
     """An async driver; the caller closes it."""
-    return AsyncGraphDatabase.driver(
-        settings.uri,
-        auth=_auth(settings),
-        connection_timeout=settings.connection_timeout_s,
-        connection_acquisition_timeout=settings.connection_timeout_s * 2,
-        max_transaction_retry_time=10.0,
-        notifications_min_severity="OFF",
-    )
+    return AsyncGraphDatabase.driver(settings.uri, **_options(settings))
 
 
 def verify(driver: Driver, settings: Neo4jSettings) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from kg.resolve import make_embedder
 from kg.search import SearchService
 from kg.search_models import SearchRequest, SearchResponse
 from kg.settings import Settings
+from tests.clienv import cli_env
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -80,12 +80,7 @@ def test_as_of_sees_the_owner_of_that_time(clean_graph: Driver, settings: Settin
 
 def test_cli_search_json_is_the_rest_body(clean_graph: Driver, settings: Settings) -> None:
     ingest(settings, clean_graph, EXAMPLE, triplets=TRIPLETS)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
-    env.update(
-        KG_NEO4J__URI=settings.neo4j.uri,
-        KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
-        KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
-    )
+    env = cli_env(settings)
     proc = subprocess.run(
         [sys.executable, "-m", "cli.main", "search", "Checkout Web", "--depth", "2", "--json"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,

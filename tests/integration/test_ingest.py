@@ -7,7 +7,6 @@ through the real openai and instructor clients. Everything else is real.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from neo4j import Driver
 
 from kg.ingest import ingest
 from kg.settings import Settings
+from tests.clienv import cli_env
 from tests.fakellm import Reply, ScriptedLLM
 from tests.graphsnap import counts, snapshot
 
@@ -245,18 +245,6 @@ def test_dry_run_estimates_and_writes_nothing(
 # -- crash safety ------------------------------------------------------------------------------
 
 
-def _cli_env(settings: Settings, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
-    env.update(
-        KG_NEO4J__URI=settings.neo4j.uri,
-        KG_NEO4J__USERNAME=settings.neo4j.username,
-        KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
-        KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
-        **extra,
-    )
-    return env
-
-
 def test_ingest_killed_mid_write_then_rerun_equals_an_uninterrupted_run(
     clean_graph: Driver, settings: Settings
 ) -> None:
@@ -274,7 +262,7 @@ def test_ingest_killed_mid_write_then_rerun_equals_an_uninterrupted_run(
         str(TRIPLETS),
         "--json",
     ]
-    env = _cli_env(settings, KG_WRITE__BATCH_SIZE="2")
+    env = cli_env(settings, KG_WRITE__BATCH_SIZE="2")
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     killed_at: tuple[int, int] | None = None
@@ -295,12 +283,12 @@ def test_ingest_killed_mid_write_then_rerun_equals_an_uninterrupted_run(
     assert complete < 14
 
     rerun = subprocess.run(
-        cmd, cwd=REPO, env=_cli_env(settings), capture_output=True, text=True, timeout=300
+        cmd, cwd=REPO, env=cli_env(settings), capture_output=True, text=True, timeout=300
     )
     assert rerun.returncode == 0, rerun.stderr
     assert snapshot(clean_graph) == reference
     # And a third run finds nothing to do.
     third = subprocess.run(
-        cmd, cwd=REPO, env=_cli_env(settings), capture_output=True, text=True, timeout=300
+        cmd, cwd=REPO, env=cli_env(settings), capture_output=True, text=True, timeout=300
     )
     assert json.loads(third.stdout)["documents_unchanged"] == 14

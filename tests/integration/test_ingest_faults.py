@@ -5,7 +5,6 @@ The LLM is the scripted OpenAI-compatible server on loopback (tests/fakellm.py).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,18 +19,13 @@ from kg.graph.driver import open_driver
 from kg.graph.server import LocalNeo4j, free_port
 from kg.ingest import ingest
 from kg.settings import Settings
+from tests.clienv import cli_env
 from tests.fakellm import Reply, ScriptedLLM
 from tests.graphsnap import counts, snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "platform-docs"
 TRIPLETS = REPO / "examples" / "platform-docs.triplets.jsonl"
-
-
-def _env(uri: str, password: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
-    env.update(KG_NEO4J__URI=uri, KG_NEO4J__PASSWORD=password, **extra)
-    return env
 
 
 @pytest.mark.slow
@@ -51,6 +45,8 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
     )  # fmt: skip
     server = LocalNeo4j(own)
     status = server.start()
+    own_settings = own.model_copy(deep=True)
+    own_settings.neo4j.uri = status.bolt_uri
     try:
         cmd = [
             sys.executable,
@@ -62,9 +58,7 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
             str(TRIPLETS),
             "--json",
         ]
-        env = _env(
-            status.bolt_uri, password, KG_WRITE__BATCH_SIZE="2", KG_NEO4J__CONNECTION_TIMEOUT_S="2"
-        )
+        env = cli_env(own_settings, KG_WRITE__BATCH_SIZE="2", KG_NEO4J__CONNECTION_TIMEOUT_S="2")
         proc = subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
@@ -89,7 +83,7 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
         rerun = subprocess.run(
             cmd,
             cwd=REPO,
-            env=_env(status.bolt_uri, password),
+            env=cli_env(own_settings),
             capture_output=True,
             text=True,
             timeout=300,
@@ -118,16 +112,14 @@ def test_llm_that_only_fails_is_retried_then_reported_never_a_crash(
         return next(kinds)
 
     with ScriptedLLM(responder=responder) as llm:
-        env = _env(
-            settings.neo4j.uri,
-            settings.neo4j.password.get_secret_value(),
+        env = cli_env(
+            settings,
             KG_EXTRACT__BASE_URL=llm.base_url,
             KG_EXTRACT__CACHE_PATH=str(tmp_path / "cache.sqlite"),
             KG_EXTRACT__TIMEOUT_S="1",
             KG_EXTRACT__BACKOFF_ATTEMPTS="2",
             KG_EXTRACT__BACKOFF_BASE_S="0.01",
             KG_EXTRACT__MAX_RETRIES="1",
-            KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
         )
         proc = subprocess.run(
             [sys.executable, "-m", "cli.main", "ingest", str(docs), "--json"],

@@ -1,0 +1,20 @@
+"""The environment for running the `kg` CLI in a subprocess against a given Neo4j."""
+
+from __future__ import annotations
+
+import os
+
+from kg.settings import Settings
+
+
+def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """This process's environment without any NEO4J_/KG_ variables, pointed at ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
+    env.update(
+        KG_NEO4J__URI=settings.neo4j.uri,
+        KG_NEO4J__USERNAME=settings.neo4j.username,
+        KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
+        KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
+        **extra,
+    )
+    return env
