@@ -178,6 +178,12 @@ def api_process(settings: Settings, port: int) -> Iterator[subprocess.Popen[byte
                 proc.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (from /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def memory_mb(pid: int, field: str) -> float:
     """``VmHWM`` (peak) or ``VmRSS`` of a process, in MB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -195,6 +201,8 @@ class Tally:
     statuses: Counter[int] = field(default_factory=Counter)
     exceptions: Counter[str] = field(default_factory=Counter)
     sent: int = 0
+    warmup_sent: int = 0
+    warmup_failed: int = 0
 
 
 def make_bodies(names: list[str], args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -228,15 +236,21 @@ async def client(
         if counted:
             budget[0] -= 1
             tally.sent += 1
+        else:
+            tally.warmup_sent += 1
         try:
             resp = await http.post("/search/local", json=body)
         except httpx.HTTPError as exc:
             if counted:
                 tally.exceptions[type(exc).__name__] += 1
+            else:
+                tally.warmup_failed += 1
             continue
         if counted:
             tally.latencies_ms.append((time.monotonic() - started) * 1000)
             tally.statuses[resp.status_code] += 1
+        elif not 200 <= resp.status_code < 300:
+            tally.warmup_failed += 1
 
 
 async def drive(
@@ -269,7 +283,10 @@ def pct(values: list[float], q: float) -> float:
 
 
 def report(
-    tally: Tally, window_s: float, peak_mb: float, rss_mb: float, args: argparse.Namespace
+    tally: Tally,
+    window_s: float,
+    api: dict[str, float],
+    args: argparse.Namespace,
 ) -> dict[str, Any]:
     ok = sum(n for code, n in tally.statuses.items() if 200 <= code < 300)
     non2xx = {code: n for code, n in tally.statuses.items() if not 200 <= code < 300}
@@ -289,17 +306,21 @@ def report(
         "p99_ms": round(pct(lat, 0.99), 1),
         "max_ms": round(max(lat), 1),
         "req_per_s": round(ok / window_s, 1) if window_s else 0.0,
-        "api_peak_rss_mb": round(peak_mb, 1),
-        "api_rss_end_mb": round(rss_mb, 1),
+        "api_peak_rss_mb": round(api["peak_mb"], 1),
+        "api_rss_end_mb": round(api["rss_mb"], 1),
+        "api_cpu_share": round(api["cpu_s"] / (window_s + args.warmup), 2),
+        "warmup_requests": tally.warmup_sent,
+        "warmup_failed": tally.warmup_failed,
     }
     print(f"\n{args.graph}: {args.clients} clients, {out['seconds']}s measured "
-          f"(after {args.warmup}s warm-up)")  # fmt: skip
+          f"(after {args.warmup}s warm-up: {tally.warmup_sent} requests, "
+          f"{tally.warmup_failed} failed)")  # fmt: skip
     print(f"  requests {out['requests']}  ok {ok}  non-2xx {out['non_2xx']} {non2xx or ''}  "
           f"exceptions {out['exceptions']} {dict(tally.exceptions) or ''}")  # fmt: skip
     print(f"  latency p50 {out['p50_ms']} ms  p95 {out['p95_ms']} ms  p99 {out['p99_ms']} ms  "
           f"max {out['max_ms']} ms")  # fmt: skip
     print(f"  throughput {out['req_per_s']} req/s  API peak RSS {out['api_peak_rss_mb']} MB "
-          f"(end {out['api_rss_end_mb']} MB)")  # fmt: skip
+          f"(end {out['api_rss_end_mb']} MB)  API CPU {out['api_cpu_share']} cores")  # fmt: skip
     print(json.dumps(out))
     return out
 
@@ -328,9 +349,14 @@ def main() -> None:
         bodies = make_bodies(names, args)
         port = free_port()
         with api_process(settings, port) as proc:
+            cpu_before = cpu_seconds(proc.pid)
             tally, window_s = asyncio.run(drive(port, bodies, args))
-            peak, rss = memory_mb(proc.pid, "VmHWM"), memory_mb(proc.pid, "VmRSS")
-        report(tally, window_s, peak, rss, args)
+            api = {
+                "peak_mb": memory_mb(proc.pid, "VmHWM"),
+                "rss_mb": memory_mb(proc.pid, "VmRSS"),
+                "cpu_s": cpu_seconds(proc.pid) - cpu_before,
+            }
+        report(tally, window_s, api, args)
 
 
 if __name__ == "__main__":
