@@ -656,6 +656,16 @@ def _validate(rel: str, rows: list[dict]) -> None:
             raise SystemExit(f"{where}: valid_to before valid_from")
 
 
+# Other names a document itself states for an entity ("All three names refer to this one
+# service."): written as the optional "entities" declarations of the import format.
+ENTITIES: dict[str, list[dict[str, object]]] = {
+    "services/auth-service.md": [
+        {"name": "AuthService", "type": "Service", "aliases": ["OAuth Server", "auth-svc"],
+         "description": "Northwind Cloud's OAuth 2.0 / OpenID Connect authorization server."},
+    ],
+}
+
+
 def build() -> str:
     paths = _doc_paths()
     missing = sorted(set(paths) - set(TRIPLETS))
@@ -667,7 +677,10 @@ def build() -> str:
         text = (DOCS / rel).read_text(encoding="utf-8")
         rows = TRIPLETS[rel]
         _validate(rel, rows)
-        record = {"id": rel, "title": _title(rel, text), "text": text, "triplets": rows}
+        record: dict[str, object] = {"id": rel, "title": _title(rel, text), "text": text}
+        if rel in ENTITIES:
+            record["entities"] = ENTITIES[rel]
+        record["triplets"] = rows
         lines.append(json.dumps(record, ensure_ascii=False))
     return "\n".join(lines) + "\n"
 

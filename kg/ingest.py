@@ -321,31 +321,38 @@ def _facts_from_import(result: ExtractionResult, chunks: list[Chunk]) -> list[Ch
     """Attach a document's imported facts to the chunks whose text states them."""
     if not chunks:
         return []
-    by_name = {e.name.casefold(): e for e in result.entities}
+    # Any surface form (name or declared alias) leads to its entity.
+    by_form: dict[str, ExtractedEntity] = {}
+    for e in result.entities:
+        for form in (e.name, *e.aliases):
+            by_form.setdefault(form.casefold(), e)
     texts = [c.text.casefold() for c in chunks]
 
+    def forms(name: str) -> list[str]:
+        entity = by_form.get(name.casefold())
+        if entity is None:
+            return [name.casefold()]
+        return [entity.name.casefold(), *(a.casefold() for a in entity.aliases)]
+
     def where(*names: str) -> list[int]:
-        forms = [
-            [n.casefold(), *(a.casefold() for a in by_name[n.casefold()].aliases)]
-            if n.casefold() in by_name
-            else [n.casefold()]
-            for n in names
-        ]
-        hits = [i for i, t in enumerate(texts) if all(any(f in t for f in fs) for fs in forms)]
+        """Chunks whose text names all of ``names`` (else any of them, else the first)."""
+        wanted = [forms(n) for n in names]
+        hits = [i for i, t in enumerate(texts) if all(any(f in t for f in fs) for fs in wanted)]
         if hits or len(names) == 1:
             return hits or [0]
         return where(names[0]) if where(names[0]) != [0] else where(names[1])
 
     rels: dict[int, list[ExtractedRelation]] = defaultdict(list)
     ents: dict[int, dict[str, ExtractedEntity]] = defaultdict(dict)
+    related: set[str] = set()
     for rel in result.relations:
+        ends = [by_form.get(n.casefold()) for n in (rel.source, rel.target)]
+        related.update(e.name.casefold() for e in ends if e is not None)
         for i in where(rel.source, rel.target):
             rels[i].append(rel)
-            for name in (rel.source, rel.target):
-                entity = by_name.get(name.casefold())
+            for entity in ends:
                 if entity is not None:
                     ents[i][entity.name.casefold()] = entity
-    related = {n for r in result.relations for n in (r.source.casefold(), r.target.casefold())}
     for entity in result.entities:
         if entity.name.casefold() not in related:
             for i in where(entity.name):

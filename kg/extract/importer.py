@@ -57,12 +57,31 @@ class _Triplet(BaseModel):
         return value
 
 
+class _Entity(BaseModel):
+    """An optional declaration: the type, description and other names the text gives."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: str | None = None
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
 class _Line(BaseModel):
     model_config = ConfigDict(extra="ignore")  # room for the caller's own metadata
 
     id: str | None = None
     title: str
     text: str
+    entities: list[_Entity] = Field(default_factory=list)
     triplets: list[_Triplet] = Field(default_factory=list)
 
     @field_validator("id")
@@ -100,9 +119,23 @@ def _describe(exc: ValidationError) -> str:
 
 def _to_result(line: _Line, ontology: Ontology | None) -> ExtractionResult:
     entities: dict[str, dict[str, Any]] = {}
+    alias_of: dict[str, str] = {}  # any declared alias -> the key of its entity
+
+    def _key(name: str) -> str:
+        return " ".join(name.split()).casefold()
+
+    for declared in line.entities:
+        key = _key(declared.name)
+        entities.setdefault(
+            key,
+            {"name": declared.name, "type": declared.type or DEFAULT_ENTITY_TYPE,
+             "description": declared.description, "aliases": list(declared.aliases)},
+        )  # fmt: skip
+        for alias in declared.aliases:
+            alias_of.setdefault(_key(alias), key)
 
     def entity(name: str, kind: str | None) -> None:
-        key = " ".join(name.split()).casefold()
+        key = alias_of.get(_key(name), _key(name))
         if key not in entities:
             entities[key] = {"name": name, "type": kind or DEFAULT_ENTITY_TYPE}
         elif kind and entities[key]["type"] == DEFAULT_ENTITY_TYPE:

@@ -152,3 +152,39 @@ def test_bom_first_line_and_unreadable_file(tmp_path: Path) -> None:
     assert len(read_triplets(path).documents) == 1
     with pytest.raises(ConfigError, match="cannot read"):
         read_triplets(tmp_path / "missing.jsonl")
+
+
+def test_declared_entities_give_types_descriptions_and_aliases(tmp_path: Path) -> None:
+    line = _line(
+        title="Auth",
+        text="AuthService, also called the OAuth Server, stores data in Postgres.",
+        entities=[
+            {
+                "name": "AuthService",
+                "type": "Service",
+                "aliases": ["OAuth Server"],
+                "description": "The token issuer.",
+            }
+        ],  # fmt: skip
+        triplets=[{"subject": "OAuth Server", "predicate": "stores data in", "object": "Postgres"}],
+    )
+    path = tmp_path / "t.jsonl"
+    path.write_text(line + "\n")
+    result = read_triplets(path)
+    assert result.errors == []
+    doc = result.documents[0].result
+    by_name = {e.name: e for e in doc.entities}
+    assert set(by_name) == {"AuthService", "Postgres"}  # the alias did not become an entity
+    assert by_name["AuthService"].aliases == ["OAuth Server"]
+    assert by_name["AuthService"].type == "Service"
+    assert by_name["AuthService"].description == "The token issuer."
+    assert doc.relations[0].source == "AuthService"  # ends are rewritten to the entity name
+
+
+def test_bad_entity_declaration_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(title="x", text="y", entities=[{"name": " "}]) + "\n")
+    result = read_triplets(path)
+    assert result.documents == []
+    assert result.errors[0][0] == 1
+    assert "entities.0.name" in result.errors[0][1]
