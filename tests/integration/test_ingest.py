@@ -49,7 +49,7 @@ def test_example_ingest_builds_a_resolved_temporal_graph(
         "RETURN e.name AS name, e.aliases AS aliases"
     ).records
     assert len(rows) == 1
-    assert {"AuthService", "auth-svc"} <= {rows[0]["name"], *rows[0]["aliases"]}
+    assert {"AuthService", "auth-svc", "OAuth Server"} <= {rows[0]["name"], *rows[0]["aliases"]}
     # ... and the hard negative stayed apart.
     authz = clean_graph.execute_query(
         "MATCH (e:Entity {name: 'AuthzService'}) RETURN e.aliases AS aliases"
