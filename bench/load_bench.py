@@ -1,7 +1,7 @@
 """Load test: 50 keep-alive clients on POST /search/local against the API in its own process.
 
     .venv/bin/python bench/load_bench.py --local --graph example            # ~2 min
-    .venv/bin/python bench/load_bench.py --local --graph 100k               # + ~7 min load
+    .venv/bin/python bench/load_bench.py --local --graph 100k --clients 50,8  # two windows
     .venv/bin/python bench/load_bench.py --graph example --wipe             # NEO4J_URI's Neo4j
 
 Neo4j: ``--local`` starts a throwaway ``kg.graph.server.LocalNeo4j`` on free ports (deleted
@@ -254,11 +254,11 @@ async def client(
 
 
 async def drive(
-    port: int, bodies: list[dict[str, Any]], args: argparse.Namespace
+    port: int, bodies: list[dict[str, Any]], clients: int, args: argparse.Namespace
 ) -> tuple[Tally, float]:
     """Run the clients; the tally of the measured window and its length in seconds."""
     tally = Tally()
-    limits = httpx.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=args.request_timeout
     ) as http:
@@ -267,8 +267,7 @@ async def drive(
         stop_at = count_from + args.seconds
         budget = [args.max_requests]
         tasks = [
-            client(http, bodies, k * 37, stop_at, count_from, budget, tally)
-            for k in range(args.clients)
+            client(http, bodies, k * 37, stop_at, count_from, budget, tally) for k in range(clients)
         ]
         await asyncio.wait_for(
             asyncio.gather(*tasks), args.warmup + args.seconds + args.request_timeout + 10
@@ -285,6 +284,7 @@ def pct(values: list[float], q: float) -> float:
 def report(
     tally: Tally,
     window_s: float,
+    clients: int,
     api: dict[str, float],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
@@ -293,7 +293,7 @@ def report(
     lat = tally.latencies_ms or [float("nan")]
     out = {
         "graph": args.graph,
-        "clients": args.clients,
+        "clients": clients,
         "seconds": round(window_s, 1),
         "requests": tally.sent,
         "ok": ok,
@@ -312,7 +312,7 @@ def report(
         "warmup_requests": tally.warmup_sent,
         "warmup_failed": tally.warmup_failed,
     }
-    print(f"\n{args.graph}: {args.clients} clients, {out['seconds']}s measured "
+    print(f"\n{args.graph}: {clients} clients, {out['seconds']}s measured "
           f"(after {args.warmup}s warm-up: {tally.warmup_sent} requests, "
           f"{tally.warmup_failed} failed)")  # fmt: skip
     print(f"  requests {out['requests']}  ok {ok}  non-2xx {out['non_2xx']} {non2xx or ''}  "
@@ -328,7 +328,9 @@ def report(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graph", choices=("example", "100k"), default="example")
-    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument(
+        "--clients", default="50", help="concurrent clients; a list (50,8) runs one window each"
+    )
     parser.add_argument("--seconds", type=float, default=60.0, help="measured window")
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds not counted")
     parser.add_argument("--max-requests", type=int, default=200_000)
@@ -341,7 +343,8 @@ def main() -> None:
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     args = parser.parse_args()
-    if not 1 <= args.clients <= 1000 or args.seconds <= 0 or args.max_requests < 1:
+    windows = [int(c) for c in args.clients.split(",")]
+    if not all(1 <= c <= 1000 for c in windows) or args.seconds <= 0 or args.max_requests < 1:
         raise SystemExit("--clients 1..1000, --seconds > 0, --max-requests >= 1")
 
     with neo4j_settings(args) as settings:
@@ -349,14 +352,15 @@ def main() -> None:
         bodies = make_bodies(names, args)
         port = free_port()
         with api_process(settings, port) as proc:
-            cpu_before = cpu_seconds(proc.pid)
-            tally, window_s = asyncio.run(drive(port, bodies, args))
-            api = {
-                "peak_mb": memory_mb(proc.pid, "VmHWM"),
-                "rss_mb": memory_mb(proc.pid, "VmRSS"),
-                "cpu_s": cpu_seconds(proc.pid) - cpu_before,
-            }
-        report(tally, window_s, api, args)
+            for clients in windows:
+                cpu_before = cpu_seconds(proc.pid)
+                tally, window_s = asyncio.run(drive(port, bodies, clients, args))
+                api = {
+                    "peak_mb": memory_mb(proc.pid, "VmHWM"),
+                    "rss_mb": memory_mb(proc.pid, "VmRSS"),
+                    "cpu_s": cpu_seconds(proc.pid) - cpu_before,
+                }
+                report(tally, window_s, clients, api, args)
 
 
 if __name__ == "__main__":
