@@ -37,7 +37,7 @@ from neo4j.exceptions import Neo4jError
 from api.backend import UNREACHABLE
 from api.models import ErrorBody, FieldError
 from api.redact import scrub
-from kg.errors import NotFoundError, QueryRejected, QueryTimeout, StoreError
+from kg.errors import NotFoundError, Overloaded, QueryRejected, QueryTimeout, StoreError
 
 logger = logging.getLogger("kg.api")
 
@@ -106,6 +106,8 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
         return _body(HTTP_404_NOT_FOUND, str(exc)), {}
     if isinstance(exc, QueryTimeout) or (isinstance(exc, Neo4jError) and _is_timeout(exc)):
         return _body(HTTP_504_GATEWAY_TIMEOUT, TIMEOUT_DETAIL), {}
+    if isinstance(exc, Overloaded):
+        return _body(HTTP_503_SERVICE_UNAVAILABLE, str(exc)), {"Retry-After": "1"}
     if isinstance(exc, (StoreError, *UNREACHABLE)):
         return _body(HTTP_503_SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL), {"Retry-After": "5"}
     if _is_body_nesting(exc):

@@ -1,16 +1,17 @@
 """One error hierarchy for kg; mapped to HTTP status codes only in ``api/``.
 
-    KGError
-    ├── ConfigError          bad or missing configuration
-    ├── ServerError          the local Neo4j server could not start, stop or be found
-    ├── StoreError           Neo4j refused or failed a write/read
-    │   └── StoreUnavailable Neo4j does not answer
-    ├── ExtractionError      the LLM could not produce a valid extraction
-    │   └── BudgetExceeded   the call/token ceiling for this run was reached
-    ├── ResolutionError      entity resolution failed
-    ├── NotFoundError        an entity, template or document does not exist
-    ├── QueryRejected        parameters failed validation (names the field)
-    └── QueryTimeout         a guarded query ran past its time bound
+KGError
+├── ConfigError          bad or missing configuration
+├── ServerError          the local Neo4j server could not start, stop or be found
+├── StoreError           Neo4j refused or failed a write/read
+│   └── StoreUnavailable Neo4j does not answer
+│       └── Overloaded   every query slot stayed busy past the queue timeout
+├── ExtractionError      the LLM could not produce a valid extraction
+│   └── BudgetExceeded   the call/token ceiling for this run was reached
+├── ResolutionError      entity resolution failed
+├── NotFoundError        an entity, template or document does not exist
+├── QueryRejected        parameters failed validation (names the field)
+└── QueryTimeout         a guarded query ran past its time bound
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class StoreError(KGError):
 
 class StoreUnavailable(StoreError):
     pass
+
+
+class Overloaded(StoreUnavailable):
+    """Shed load early: waiting longer would only turn into a timeout."""
 
 
 class ExtractionError(KGError):

@@ -112,6 +112,18 @@ class SearchSettings(BaseModel):
     query_timeout_s: float = Field(5.0, gt=0, le=300)
     max_limit: int = Field(100, ge=1, le=10_000)
     row_cap: int = Field(2000, ge=1, le=100_000)
+    max_concurrent_queries: int = Field(
+        8,
+        ge=1,
+        le=256,
+        description="Guarded reads running at once per process; the rest wait in line.",
+    )
+    queue_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=300,
+        description="Longest wait for a query slot before answering 'busy' (503).",
+    )
     seeds: int = Field(5, ge=1, le=50)
     seed_relative_cutoff: float = Field(
         0.85,

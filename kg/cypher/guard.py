@@ -39,6 +39,7 @@ from kg.cypher.templates import REGISTRY, Registry, Template
 from kg.errors import (
     ConfigError,
     KGError,
+    Overloaded,
     QueryRejected,
     QueryTimeout,
     StoreError,
@@ -103,6 +104,12 @@ def translate(exc: BaseException, what: str) -> KGError:
         return StoreError(f"Neo4j refused the credentials ({what})")
     if isinstance(exc, Neo4jError):
         code = exc.code or ""
+        if "MemoryPoolOutOfMemoryError" in code:
+            return QueryRejected(
+                f"{what} needs more memory than the server allows per query",
+                errors=[{"field": "depth", "reason": "too much to expand: lower depth, limit "
+                         "or fanout, or filter by relation_types"}],
+            )  # fmt: skip
         if code.startswith(_TIMEOUT_CODES):
             return QueryTimeout(
                 f"{what} ran past its time bound and the server stopped it ({code}); "
@@ -145,6 +152,9 @@ class Guard:
         self.registry = registry
         self._types = _TypeCache()
         self._types_lock = asyncio.Lock()
+        # Bounded concurrency: past a few parallel reads Neo4j only gets slower for everyone
+        # (measured in docs/reliability.md), so extra requests queue here, then shed as busy.
+        self._slots = asyncio.Semaphore(settings.search.max_concurrent_queries)
 
     # -- validation (no I/O) -------------------------------------------------------------------
 
@@ -183,10 +193,21 @@ class Guard:
         types = prepared.params.relation_type_filter()
         if types:
             await self.check_relation_types(types)
+        try:
+            async with asyncio.timeout(self._search.queue_timeout_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise Overloaded(
+                f"kg is busy: {self._search.max_concurrent_queries} queries are running and "
+                f"none finished within {self._search.queue_timeout_s:g}s; retry shortly"
+            ) from None
         started = time.perf_counter()
-        rows, truncated = await self._read(
-            prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
-        )
+        try:
+            rows, truncated = await self._read(
+                prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
+            )
+        finally:
+            self._slots.release()
         return TemplateResult(
             template=prepared.template.name,
             rows=rows,

@@ -90,7 +90,7 @@ class _Expansion(TemplateParams):
         None, description="Count only relations valid at this instant."
     )
     relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
-    fanout: int = Field(50, ge=1, le=1000, description="Relations read per node and hop.")
+    fanout: int = Field(50, ge=1, le=500, description="Relations read per node and hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
     limit: int = Field(500, ge=1, le=MAX_ROWS)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from kg.cypher.templates import REGISTRY, Template
 from kg.errors import (
     ConfigError,
     NotFoundError,
+    Overloaded,
     QueryRejected,
     QueryTimeout,
     StoreError,
@@ -270,3 +272,24 @@ def test_unreachable_neo4j_is_store_unavailable(settings: Settings) -> None:
         with_service(closed, lambda s: s.get_entity("payment"))
     assert with_service(closed, lambda s: s.health()) is False
     assert time.monotonic() - started < 20
+
+
+def test_queries_past_the_concurrency_bound_wait_then_are_shed_as_busy(settings: Settings) -> None:
+    """One slot, a slow query holding it: the next call waits queue_timeout_s, then Overloaded."""
+    narrow = tuned(settings, query_timeout_s=2.0, max_concurrent_queries=1, queue_timeout_s=0.3)
+
+    async def two_at_once(service: SearchService) -> list[object]:
+        first = asyncio.create_task(service.run_template("slow", {}))
+        await asyncio.sleep(0.05)  # let the first one take the slot
+        second = asyncio.create_task(service.run_template("entity_by_id", {"entity_id": "x"}))
+        return list(await asyncio.gather(first, second, return_exceptions=True))
+
+    started = time.monotonic()
+    first, second = with_service(narrow, two_at_once, REGISTRY.with_templates(SLOW))
+    assert isinstance(first, QueryTimeout)
+    assert isinstance(second, Overloaded)
+    assert "busy" in str(second)
+    assert time.monotonic() - started < 10
+    # With the slot free again, queries run as usual.
+    ok = with_service(narrow, lambda s: s.run_template("entity_by_id", {"entity_id": "x"}))
+    assert ok.rows == []

@@ -174,3 +174,25 @@ def test_a_neo4j_failure_makes_the_backend_probe_until_it_answers(
 def test_config_error_when_auth_required_without_keys() -> None:
     with pytest.raises(ConfigError):
         create_app(Settings(api={"host": "0.0.0.0"}), service_factory=lambda d, s: StandIn())
+
+
+def test_busy_is_a_503_that_says_so_and_asks_for_a_quick_retry() -> None:
+    from kg.errors import Overloaded
+
+    body, headers = classify(Overloaded("kg is busy: 8 queries are running"))
+    assert body.status_code == 503
+    assert "busy" in body.detail
+    assert headers == {"Retry-After": "1"}
+
+
+def test_server_memory_limit_is_a_422_naming_what_to_lower() -> None:
+    from neo4j.exceptions import TransientError
+
+    from kg.cypher.guard import translate
+
+    err = TransientError("The allocation of an extra 2 MiB would use more than the limit")
+    err._neo4j_code = "Neo.TransientError.General.MemoryPoolOutOfMemoryError"  # type: ignore[attr-defined]
+    kg_error = translate(err, "template seed_expansion")
+    body, _ = classify(kg_error)
+    assert body.status_code == 422
+    assert body.errors[0].field == "depth"
