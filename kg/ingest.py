@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from neo4j import Driver
 
 from kg.documents import chunk_document, document_id, load_folder
-from kg.errors import KGError
+from kg.errors import ConfigError
 from kg.extract import (
     ExtractedEntity,
     ExtractedRelation,
@@ -292,7 +292,7 @@ def _imported_documents(
 ) -> tuple[list[Document], dict[str, ExtractionResult]]:
     """Documents from a triplets file; an ``id`` naming a file under ``root`` keeps its path."""
     if not triplets.is_file():
-        raise KGError(f"triplets file not found: {triplets}")
+        raise ConfigError(f"triplets file not found: {triplets}")
     result = read_triplets(triplets)
     summary.import_errors = [{"line": n, "reason": r} for n, r in result.errors]
     documents: list[Document] = []
