@@ -150,10 +150,11 @@ def ingest(
         else:
             summary.documents_changed += 1
             todo.append(doc)
+    present = {d.id for d in documents}
     gone = [
         doc_id
         for doc_id, stored in existing.items()
-        if stored.root == str(root) and doc_id not in {d.id for d in documents}
+        if stored.root == str(root) and doc_id not in present
     ]
 
     chunks_by_doc = {
