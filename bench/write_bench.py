@@ -6,7 +6,8 @@ run; each starts from a graph with no relationships. Prints relations/second and
 - ceiling: the raw driver, one bare `UNWIND $rows ... MERGE (a)-[r:T {key}]->(b) SET r += props`
   per batch, shipping the same properties ours writes (no grouping, folding or temporal logic);
 - bare: the same with ids only and no properties (a lower bound on work, for reference);
-- per-row: one MERGE statement and transaction per relation (how hand-written writers do it).
+- per-row: one MERGE statement and transaction per relation, same properties (how hand-written
+  writers do it).
 
     .venv/bin/python bench/write_bench.py --relations 100000 --batch-sizes 500,1000,2000,5000
 
@@ -52,8 +53,8 @@ MERGE (a)-[:RELATED]->(b)
 PER_ROW = """
 MATCH (a:Entity {id: $source})
 MATCH (b:Entity {id: $target})
-MERGE (a)-[r:RELATED]->(b)
-SET r.description = $description, r.weight = $weight
+MERGE (a)-[r:RELATED {key: $props.key}]->(b)
+SET r += $props
 """
 
 
@@ -135,14 +136,10 @@ def run(driver: Driver, database: str, n: int, batch: int, per_row_n: int) -> di
 
     def per_row() -> None:
         with driver.session(database=database) as session:
-            for r in rels[:per_row_n]:
+            for row in raw_rows[:per_row_n]:
                 session.execute_write(
-                    lambda tx, r=r: tx.run(
-                        PER_ROW,
-                        source=r.source,
-                        target=r.target,
-                        description=r.description,
-                        weight=r.weight,
+                    lambda tx, row=row: tx.run(
+                        PER_ROW, source=row["source"], target=row["target"], props=row["props"]
                     ).consume()
                 )
 

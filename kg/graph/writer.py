@@ -78,7 +78,7 @@ UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})
 MATCH (b:Entity {id: row.target})
 MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)
-ON CREATE SET r += row.props, r.first_seen = $now, r.created_at = $now, r.last_seen = $now
+ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
 ON MATCH SET
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
                          ELSE r.description END,
