@@ -165,7 +165,7 @@ def test_declared_entities_give_types_descriptions_and_aliases(tmp_path: Path) -
                 "aliases": ["OAuth Server"],
                 "description": "The token issuer.",
             }
-        ],  # fmt: skip
+        ],
         triplets=[{"subject": "OAuth Server", "predicate": "stores data in", "object": "Postgres"}],
     )
     path = tmp_path / "t.jsonl"
