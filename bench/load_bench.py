@@ -25,13 +25,10 @@ import asyncio
 import json
 import os
 import random
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -48,6 +45,7 @@ sys.path.insert(0, str(REPO))
 
 from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
 from kg.graph.schema import apply_schema  # noqa: E402
+from kg.graph.server import free_port  # noqa: E402
 from kg.settings import Settings  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -66,13 +64,6 @@ QUESTIONS = (
 # -- Neo4j and the graph ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
     """A throwaway local server (``--local``) or the configured one, checked to be loopback."""
@@ -85,22 +76,12 @@ def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
             raise SystemExit("refusing to wipe the configured Neo4j; pass --wipe or --local")
         yield settings
         return
-    from kg.graph.server import LocalNeo4j
+    from kg.graph.server import throwaway_server
 
-    home = Path(tempfile.mkdtemp(prefix="kg-load-neo4j-"))
-    settings = Settings(
-        neo4j={"password": "kg-load-password"},
-        server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
-                "heap": args.heap, "pagecache": args.pagecache},
-    )  # fmt: skip
-    server = LocalNeo4j(settings)
-    try:
-        status = server.start()
-        neo4j = settings.neo4j.model_copy(update={"uri": status.bolt_uri})
-        yield settings.model_copy(update={"neo4j": neo4j})
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
+    with throwaway_server(
+        password="kg-load-password", heap=args.heap, pagecache=args.pagecache
+    ) as settings:
+        yield settings
 
 
 def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:

@@ -21,10 +21,8 @@ import argparse
 import asyncio
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -315,23 +313,12 @@ def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
             )
         yield settings
         return
-    from kg.graph.server import LocalNeo4j, free_port
+    from kg.graph.server import throwaway_server
 
-    home = Path(tempfile.mkdtemp(prefix="kg-bench-neo4j-"))
-    settings = Settings(
-        neo4j={"password": "kg-bench-password"},
-        server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
-                "heap": args.heap, "pagecache": args.pagecache},
-    )  # fmt: skip
-    server = LocalNeo4j(settings)
-    try:
-        status = server.start()
-        yield settings.model_copy(
-            update={"neo4j": settings.neo4j.model_copy(update={"uri": status.bolt_uri})}
-        )
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
+    with throwaway_server(
+        password="kg-bench-password", heap=args.heap, pagecache=args.pagecache
+    ) as settings:
+        yield settings
 
 
 def main() -> None:

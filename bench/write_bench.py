@@ -168,23 +168,11 @@ def main() -> None:
     with ExitStack() as stack:
         settings = Settings()
         if args.local:
-            import shutil
-            import tempfile
-            from pathlib import Path
+            from kg.graph.server import throwaway_server
 
-            from kg.graph.server import LocalNeo4j, free_port
-
-            home = Path(tempfile.mkdtemp(prefix="kg-bench-"))
-            stack.callback(shutil.rmtree, home, True)
-            settings = Settings(
-                neo4j={"uri": "", "password": "bench-password"},
-                server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
-                        "heap": "2g", "pagecache": "1g"},
-            )  # fmt: skip
-            server = LocalNeo4j(settings)
-            status = server.start()
-            stack.callback(server.stop)
-            settings.neo4j.uri = status.bolt_uri
+            settings = stack.enter_context(
+                throwaway_server(password="bench-password", heap="2g", pagecache="1g")
+            )
         driver = stack.enter_context(open_driver(settings.neo4j))
         db = settings.neo4j.database
         apply_schema(driver, database=db, dimension=settings.resolve.embedding_dim)

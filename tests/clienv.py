@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 from kg.settings import Settings
 
@@ -18,3 +20,17 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         **extra,
     )
     return env
+
+
+def example_ingest_cmd(example: Path, triplets: Path) -> list[str]:
+    """`kg ingest EXAMPLE --triplets FILE --json` as a subprocess command line."""
+    return [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "ingest",
+        str(example),
+        "--triplets",
+        str(triplets),
+        "--json",
+    ]

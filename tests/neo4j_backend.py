@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 NEO4J_IMAGE = "neo4j:5.26-community"
 TEST_PASSWORD = "kg-test-password"
@@ -83,25 +81,9 @@ def neo4j_target() -> Iterator[Neo4jTarget]:
 
 
 def _local_server() -> Iterator[Neo4jTarget]:
-    from kg.graph.server import LocalNeo4j, free_port
-    from kg.settings import Settings
+    from kg.graph.server import throwaway_server
 
-    home = Path(tempfile.mkdtemp(prefix="kg-test-neo4j-"))
-    settings = Settings(
-        neo4j={"password": TEST_PASSWORD},
-        server={
-            "home": home,
-            "bolt_port": free_port(),
-            "http_port": free_port(),
-            "heap": "768m",
-            "pagecache": "256m",
-            "transaction_timeout": "60s",
-        },
-    )
-    server = LocalNeo4j(settings)
-    try:
-        status = server.start()
-        yield Neo4jTarget("local", status.bolt_uri, "neo4j", TEST_PASSWORD, "neo4j")
-    finally:
-        server.stop()
-        shutil.rmtree(home, ignore_errors=True)
+    with throwaway_server(
+        password=TEST_PASSWORD, heap="768m", pagecache="256m", transaction_timeout="60s"
+    ) as settings:
+        yield Neo4jTarget("local", settings.neo4j.uri, "neo4j", TEST_PASSWORD, "neo4j")

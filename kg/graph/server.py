@@ -14,9 +14,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,3 +336,28 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def throwaway_server(
+    *, password: str, heap: str = "1g", pagecache: str = "512m", **server: object
+) -> Iterator[Settings]:
+    """A local Neo4j on free ports in a temporary home, deleted on exit (tests, benchmarks).
+
+    Yields settings whose ``neo4j.uri`` points at it; extra keyword arguments go to the
+    ``server`` section (e.g. ``transaction_timeout``).
+    """
+    home = Path(tempfile.mkdtemp(prefix="kg-neo4j-"))
+    settings = Settings(
+        neo4j={"password": password},
+        server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
+                "heap": heap, "pagecache": pagecache, **server},
+    )  # fmt: skip
+    local = LocalNeo4j(settings)
+    try:
+        status = local.start()
+        neo4j = settings.neo4j.model_copy(update={"uri": status.bolt_uri})
+        yield settings.model_copy(update={"neo4j": neo4j})
+    finally:
+        local.stop()
+        shutil.rmtree(home, ignore_errors=True)

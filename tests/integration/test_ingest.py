@@ -10,7 +10,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from neo4j import Driver
 
 from kg.ingest import ingest
 from kg.settings import Settings
-from tests.clienv import cli_env
+from tests.clienv import cli_env, example_ingest_cmd
 from tests.fakellm import Reply, ScriptedLLM
 from tests.graphsnap import counts, snapshot
 
@@ -252,16 +251,7 @@ def test_ingest_killed_mid_write_then_rerun_equals_an_uninterrupted_run(
     reference = snapshot(clean_graph)
     clean_graph.execute_query("MATCH (n) DETACH DELETE n")
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "cli.main",
-        "ingest",
-        str(EXAMPLE),
-        "--triplets",
-        str(TRIPLETS),
-        "--json",
-    ]
+    cmd = example_ingest_cmd(EXAMPLE, TRIPLETS)
     env = cli_env(settings, KG_WRITE__BATCH_SIZE="2")
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120

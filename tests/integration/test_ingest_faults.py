@@ -19,7 +19,7 @@ from kg.graph.driver import open_driver
 from kg.graph.server import LocalNeo4j, free_port
 from kg.ingest import ingest
 from kg.settings import Settings
-from tests.clienv import cli_env
+from tests.clienv import cli_env, example_ingest_cmd
 from tests.fakellm import Reply, ScriptedLLM
 from tests.graphsnap import counts, snapshot
 
@@ -48,16 +48,7 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
     own_settings = own.model_copy(deep=True)
     own_settings.neo4j.uri = status.bolt_uri
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "cli.main",
-            "ingest",
-            str(EXAMPLE),
-            "--triplets",
-            str(TRIPLETS),
-            "--json",
-        ]
+        cmd = example_ingest_cmd(EXAMPLE, TRIPLETS)
         env = cli_env(own_settings, KG_WRITE__BATCH_SIZE="2", KG_NEO4J__CONNECTION_TIMEOUT_S="2")
         proc = subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
