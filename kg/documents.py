@@ -77,9 +77,14 @@ def _sha1_hex(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
-def document_id(relpath: str) -> str:
-    """Stable id from the relative POSIX path, so re-ingesting a file updates the same node."""
-    return "doc_" + _sha1_hex(relpath)[:16]
+def document_id(relpath: str, source: str = "") -> str:
+    """Stable id from the document's source (root folder or namespace) and relative path.
+
+    Re-ingesting a file from the same source updates the same node; two sources never collide
+    unless the caller gives them the same namespace.
+    """
+    key = relpath if not source else source + "\x00" + relpath
+    return "doc_" + _sha1_hex(key)[:16]
 
 
 def _sha256(text: str) -> str:

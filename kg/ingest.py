@@ -2,14 +2,19 @@
 
 Crash safety and idempotency come from three rules:
 1. a document whose stored ``sha256`` equals its current hash is skipped (unchanged);
-2. any other document has what only it supported removed before it is written again;
+2. any other document has its hash cleared first, then what only it supported removed, before
+   it is written again;
 3. a document's ``sha256`` is written last, and only when every one of its chunks was
-   extracted; a run killed anywhere therefore leaves documents that the next run redoes.
+   extracted; a run killed or failing anywhere therefore leaves documents the next run redoes.
 Resolution is deterministic, so the rerun ends in the same graph as one uninterrupted run.
+
+Documents are identified by their source (the resolved root folder, or an explicit
+``namespace``) and their path, so two sources never overwrite each other's documents.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -33,10 +38,24 @@ from kg.extract import (
     estimate,
     read_triplets,
 )
-from kg.graph.writer import ChunkRow, DocumentRow, EntityRow, GraphWriter, RelationRow, WriteCounts
+from kg.extract.ontology import ontology_from_settings
+from kg.graph.meta import ensure_current
+from kg.graph.writer import (
+    Bounds,
+    ChunkRow,
+    DocumentRow,
+    EntityRow,
+    GraphWriter,
+    RelationRow,
+    TypePolicy,
+    WriteCounts,
+)
 from kg.models import Chunk, Document, Mention
 from kg.resolve import Resolver, make_embedder
+from kg.resolve.resolver import Resolution
 from kg.settings import Settings
+
+STAGES = ("load", "chunk", "extract", "resolve", "write")
 
 
 class Progress(Protocol):
@@ -60,6 +79,7 @@ class IngestSummary:
     """What one run did; printed as a table or, with --json, as one JSON object."""
 
     root: str
+    source: str = ""
     dry_run: bool = False
     documents_new: int = 0
     documents_changed: int = 0
@@ -68,6 +88,7 @@ class IngestSummary:
     documents_incomplete: int = 0
     skipped: list[dict[str, str]] = field(default_factory=list)
     import_errors: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
     chunks: int = 0
     entities_created: int = 0
     entities_matched: int = 0
@@ -87,6 +108,8 @@ class IngestSummary:
     stopped_by_budget: bool = False
     budget_reason: str | None = None
     seconds: float = 0.0
+    # Seconds per stage (load, chunk, extract, resolve, write): where the time went.
+    timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,12 +127,67 @@ class ChunkFacts:
     result: ExtractionResult
 
 
+@dataclass
+class _Plan:
+    """What a run will do: which documents to (re)write and which are gone from the source."""
+
+    todo: list[Document]
+    gone: list[str]
+    imported: dict[str, ExtractionResult]
+    chunks: dict[str, list[Chunk]] = field(default_factory=dict)
+
+    @property
+    def all_chunks(self) -> list[Chunk]:
+        return [c for doc in self.todo for c in self.chunks[doc.id]]
+
+
+class _Clock:
+    """Adds each stage's wall time to the summary."""
+
+    def __init__(self, summary: IngestSummary, progress: Progress) -> None:
+        self._summary = summary
+        self._progress = progress
+
+    @contextmanager
+    def stage(self, name: str, total: int | None = None) -> Iterator[None]:
+        self._progress.stage(name, total)
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            spent = time.monotonic() - started
+            self._summary.timings[name] = round(self._summary.timings.get(name, 0.0) + spent, 3)
+
+
+def make_writer(settings: Settings, driver: Driver) -> GraphWriter:
+    """The writer with the type policy and bounds from settings (and the ontology's predicates)."""
+    ontology = ontology_from_settings(settings.extract)
+    always = {*settings.write.typed_predicates, *(ontology.predicates or ())}
+    return GraphWriter(
+        driver=driver,
+        database=settings.neo4j.database,
+        batch_size=settings.write.batch_size,
+        single_valued=frozenset(settings.write.single_valued_predicates),
+        types=TypePolicy(
+            always=frozenset(always),
+            max_promoted=settings.write.max_relation_types,
+            min_count=settings.write.promote_min_count,
+        ),
+        bounds=Bounds(
+            max_aliases=settings.write.max_aliases,
+            max_chunk_ids=settings.write.max_chunk_ids,
+            timeout_s=settings.write.timeout_s,
+        ),
+    )
+
+
 def ingest(
     settings: Settings,
     driver: Driver,
     path: Path,
     *,
     triplets: Path | None = None,
+    namespace: str | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     prune: bool = False,
@@ -120,27 +198,88 @@ def ingest(
     started = time.monotonic()
     progress = progress or _Silent()
     root = path.resolve()
-    summary = IngestSummary(root=str(root), dry_run=dry_run)
-    writer = GraphWriter(
-        driver,
-        settings.neo4j.database,
-        settings.write.batch_size,
-        frozenset(settings.write.single_valued_predicates),
-    )
+    source = namespace.strip() if namespace and namespace.strip() else str(root)
+    summary = IngestSummary(root=str(root), source=source, dry_run=dry_run)
+    clock = _Clock(summary, progress)
+    writer = make_writer(settings, driver)
+    ensure_current(driver, settings.neo4j.database, write=not dry_run)
 
-    progress.stage("loading", None)
+    with clock.stage("load"):
+        plan = _plan(settings, writer, root, source, triplets, include, exclude, summary)
+    with clock.stage("chunk", len(plan.todo)):
+        _chunk(settings, plan, summary, progress)
+    if dry_run:
+        if triplets is None:
+            est = estimate(plan.all_chunks, settings.extract)
+            summary.estimated_calls = est.calls
+            summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
+        summary.documents_pruned = len(plan.gone) if prune else 0
+        summary.seconds = round(time.monotonic() - started, 3)
+        return summary
+
+    # Extraction (or import): only validated results go on; failures are recorded.
+    incomplete: set[str] = set()
+    with clock.stage("extract", None if triplets is not None else len(plan.all_chunks)):
+        if triplets is not None:
+            facts = _import_facts(plan)
+        else:
+            facts = _extract(settings, plan.all_chunks, summary, incomplete, progress)
+    summary.documents_incomplete = len(incomplete)
+
+    with clock.stage("resolve"):
+        embedder = make_embedder(settings.resolve)
+        resolver = Resolver(settings.resolve, embedder)
+        resolver.add_known(writer.known_entities())
+        mentions, keys = _mentions(facts)
+        resolution = resolver.resolve(mentions)
+    summary.entities_created = len(resolution.new_ids)
+    summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
+    summary.mentions_merged = len(resolution.merges)
+
+    with clock.stage("write", 6):
+        _write(writer, plan, facts, keys, resolution, embedder, incomplete, summary, progress)
+        if prune and plan.gone:
+            pruned: WriteCounts = writer.delete_documents(plan.gone)
+            summary.documents_pruned = len(plan.gone)
+            summary.entities_removed += pruned.entities_deleted
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+# -- steps -------------------------------------------------------------------------------------
+
+
+def _plan(
+    settings: Settings,
+    writer: GraphWriter,
+    root: Path,
+    source: str,
+    triplets: Path | None,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    summary: IngestSummary,
+) -> _Plan:
+    """Load the documents and compare them with what the graph holds for this source."""
     if triplets is not None:
-        documents, imported = _imported_documents(triplets, root, summary)
+        documents, imported = _imported_documents(triplets, summary)
     else:
         loaded = load_folder(
             root, include=include, exclude=exclude, max_file_bytes=settings.extract.max_file_bytes
         )
-        documents, imported = loaded.documents, {}
+        documents, imported = list(loaded.documents), {}
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in loaded.skipped]
+    # Identity is (source, path): re-id what the loader made from the path alone.
+    scoped: list[Document] = []
+    scoped_facts: dict[str, ExtractionResult] = {}
+    for doc in documents:
+        new_id = document_id(doc.path, source)
+        scoped.append(dataclasses.replace(doc, id=new_id))
+        if doc.id in imported:
+            scoped_facts[new_id] = imported[doc.id]
 
     existing = writer.existing_documents()
     todo: list[Document] = []
-    for doc in documents:
+    for doc in scoped:
         stored = existing.get(doc.id)
         if stored is None:
             summary.documents_new += 1
@@ -150,69 +289,67 @@ def ingest(
         else:
             summary.documents_changed += 1
             todo.append(doc)
-    present = {d.id for d in documents}
+    present = {d.id for d in scoped}
     gone = [
         doc_id
         for doc_id, stored in existing.items()
-        if stored.root == str(root) and doc_id not in present
+        if stored.source == source and doc_id not in present
     ]
+    return _Plan(todo, gone, scoped_facts)
 
-    chunks_by_doc = {
-        doc.id: chunk_document(
+
+def _chunk(settings: Settings, plan: _Plan, summary: IngestSummary, progress: Progress) -> None:
+    for doc in plan.todo:
+        plan.chunks[doc.id] = chunk_document(
             doc, chunk_tokens=settings.extract.chunk_tokens, overlap=settings.extract.chunk_overlap
         )
-        for doc in todo
-    }
-    all_chunks = [c for doc in todo for c in chunks_by_doc[doc.id]]
-    summary.chunks = len(all_chunks)
+        progress.advance()
+    summary.chunks = len(plan.all_chunks)
 
-    if dry_run:
-        if triplets is None:
-            est = estimate(all_chunks, settings.extract)
-            summary.estimated_calls = est.calls
-            summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
-        summary.documents_pruned = len(gone) if prune else 0
-        summary.seconds = round(time.monotonic() - started, 3)
-        return summary
 
-    # Extraction (or import): only validated results go on; failures are recorded.
-    incomplete: set[str] = set()
-    if triplets is not None:
-        facts = [
-            f for doc in todo for f in _facts_from_import(imported[doc.id], chunks_by_doc[doc.id])
-        ]
-    else:
-        facts = _extract(settings, all_chunks, summary, incomplete, progress)
-    summary.documents_incomplete = len(incomplete)
+def _import_facts(plan: _Plan) -> list[ChunkFacts]:
+    return [
+        f
+        for doc in plan.todo
+        for f in _facts_from_import(plan.imported[doc.id], plan.chunks[doc.id])
+    ]
 
-    # Resolution against what is already in the graph.
-    progress.stage("resolving", None)
-    embedder = make_embedder(settings.resolve)
-    resolver = Resolver(settings.resolve, embedder)
-    resolver.add_known(writer.known_entities())
-    mentions, keys = _mentions(facts)
-    resolution = resolver.resolve(mentions)
+
+def _write(
+    writer: GraphWriter,
+    plan: _Plan,
+    facts: list[ChunkFacts],
+    keys: list[tuple[str, int]],
+    resolution: Resolution,
+    embedder: Any,
+    incomplete: set[str],
+    summary: IngestSummary,
+    progress: Progress,
+) -> None:
+    """Write in the order that keeps a failure harmless (see the module docstring)."""
     entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
-    summary.entities_created = len(resolution.new_ids)
-    summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
-    summary.mentions_merged = len(resolution.merges)
-
-    # Writes, in the order that keeps a crash harmless (see the module docstring).
-    chunk_ok = {f.chunk_id for f in facts}
-    written_chunks = [c for c in all_chunks if c.id in chunk_ok]
-    progress.stage("writing", 6)
-    if todo:
-        removed = writer.remove_document_contents([d.id for d in todo])
+    doc_rows = [
+        DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source)
+        for d in plan.todo
+    ]
+    # Hashes are cleared before anything of a changed document is touched.
+    writer.upsert_documents(doc_rows)
+    if plan.todo:
+        removed = writer.remove_document_contents([d.id for d in plan.todo])
         summary.entities_removed += removed.entities_deleted
     progress.advance()
-    doc_rows = [DocumentRow(d.id, d.path, d.title, d.sha256, str(root)) for d in todo]
-    writer.upsert_documents(doc_rows)
-    progress.advance()
-    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else None
+    # Every chunk is written, with or without facts, except those whose extraction failed
+    # (their document stays incomplete and is redone by the next run).
+    failed_docs = incomplete
+    extracted = {f.chunk_id for f in facts}
+    written_chunks = [
+        c for c in plan.all_chunks if c.document_id not in failed_docs or c.id in extracted
+    ]
+    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else []
     writer.upsert_chunks(
         [
             ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, [float(x) for x in vec])
-            for c, vec in zip(written_chunks, vectors if vectors is not None else [], strict=True)
+            for c, vec in zip(written_chunks, vectors, strict=True)
         ]
     )
     progress.advance()
@@ -240,13 +377,7 @@ def ingest(
     summary.relations_closed = counts.relations_closed
     progress.advance()
     writer.complete_documents([row for row in doc_rows if row.id not in incomplete])
-
-    if prune and gone:
-        pruned: WriteCounts = writer.delete_documents(gone)
-        summary.documents_pruned = len(gone)
-        summary.entities_removed += pruned.entities_deleted
-    summary.seconds = round(time.monotonic() - started, 3)
-    return summary
+    progress.advance()
 
 
 # -- stages ------------------------------------------------------------------------------------
@@ -276,6 +407,11 @@ def _extract(
     summary.budget_reason = run.budget_reason
     facts: list[ChunkFacts] = []
     for outcome in run.outcomes:
+        for item in outcome.dropped:
+            summary.dropped.append(
+                {"document_id": outcome.document_id, "chunk_id": outcome.chunk_id,
+                 "item": item.where(), "reason": item.reason}
+            )  # fmt: skip
         if outcome.result is not None:
             facts.append(ChunkFacts(outcome.chunk_id, outcome.result))
             continue
@@ -289,9 +425,9 @@ def _extract(
 
 
 def _imported_documents(
-    triplets: Path, root: Path, summary: IngestSummary
+    triplets: Path, summary: IngestSummary
 ) -> tuple[list[Document], dict[str, ExtractionResult]]:
-    """Documents from a triplets file; an ``id`` naming a file under ``root`` keeps its path."""
+    """Documents from a triplets file, keyed by their path-derived id (re-scoped by _plan)."""
     if not triplets.is_file():
         raise ConfigError(f"triplets file not found: {triplets}")
     result = read_triplets(triplets)
@@ -302,8 +438,15 @@ def _imported_documents(
         rel = item.id or item.title
         doc_id = document_id(rel)
         if doc_id in facts:
-            summary.import_errors.append({"line": 0, "reason": f"duplicate document id {rel!r}"})
+            summary.import_errors.append(
+                {"line": item.line, "reason": f"duplicate document id {rel!r}"}
+            )
             continue
+        for dropped in item.dropped:
+            summary.dropped.append(
+                {"line": item.line, "document": rel, "item": dropped.where(),
+                 "reason": dropped.reason}
+            )  # fmt: skip
         payload = item.text + "\x00" + item.result.model_dump_json()
         documents.append(
             Document(
@@ -360,10 +503,10 @@ def _facts_from_import(result: ExtractionResult, chunks: list[Chunk]) -> list[Ch
                 ents[i][entity.name.casefold()] = entity
     return [
         ChunkFacts(
-            chunks[i].id,
+            chunk.id,
             ExtractionResult(entities=list(ents[i].values()), relations=rels.get(i, [])),
         )
-        for i in sorted(ents)
+        for i, chunk in enumerate(chunks)
     ]
 
 
@@ -407,7 +550,7 @@ def _relations(
                 RelationRow(
                     source=source,
                     target=target,
-                    type=rel.predicate,
+                    predicate=rel.predicate,
                     description=rel.description,
                     weight=rel.weight,
                     valid_from=rel.valid_from,

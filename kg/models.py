@@ -83,11 +83,27 @@ class MergeRecord:
     method: str
 
 
-# Relationship types reach Cypher only as parameters ($(type)); this pattern is the allowlist
-# every predicate must pass first: a letter, then letters, digits or underscores (Unicode kept).
-RELATION_TYPE_RE = re.compile(r"^[^\W\d_]\w{0,63}$")
+# The one allowlist for names that may reach query text as relationship types, and for
+# predicates named in filters: a letter, then letters, digits or underscores (any script), at
+# most 64 characters, upper case. ``fullmatch`` so that a trailing newline never passes.
+RELATION_TYPE_PATTERN = r"[^\W\d_]\w{0,63}"
+RELATION_TYPE_RE = re.compile(RELATION_TYPE_PATTERN)
+
+# The relationship type that stores every predicate without a type of its own (the long tail
+# of open-vocabulary extraction); the fact's predicate is always on the ``predicate`` property.
+GENERIC_RELATION_TYPE = "RELATED"
+
+# Types kg itself uses for structure. An extracted predicate with one of these names is kept as
+# a predicate but never stored as that type, so it cannot pose as provenance or structure.
+STRUCTURAL_TYPES = frozenset(
+    {"MENTIONS", "PART_OF", "NEXT", "IN_COMMUNITY", "PARENT", GENERIC_RELATION_TYPE}
+)
 
 
 def is_relation_type(name: str) -> bool:
-    """True for names safe to use as relationship types (UPPER_SNAKE, any script)."""
-    return bool(RELATION_TYPE_RE.match(name)) and name == name.upper()
+    """True for names safe to put in query text as a relationship type (UPPER_SNAKE, any script)."""
+    return (
+        isinstance(name, str)
+        and RELATION_TYPE_RE.fullmatch(name) is not None
+        and name == name.upper()
+    )

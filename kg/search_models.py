@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from kg.instants import AsOf
+from kg.models import RELATION_TYPE_RE
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
-RELATION_TYPE_PATTERN = r"^[^\W\d_][\w]{0,63}$"
 
-RelationType = Annotated[str, StringConstraints(pattern=RELATION_TYPE_PATTERN, max_length=64)]
+
+def _relation_type(value: str) -> str:
+    # fullmatch: a trailing newline or anything after the name never passes.
+    if RELATION_TYPE_RE.fullmatch(value) is None:
+        raise ValueError(
+            "must be a predicate: a letter, then letters, digits or underscores (max 64)"
+        )
+    return value
+
+
+# A relation filter names facts' predicates (e.g. DEPENDS_ON), whatever Neo4j type stores them.
+RelationType = Annotated[str, StringConstraints(max_length=64), AfterValidator(_relation_type)]
 
 
 class SearchRequest(BaseModel):
@@ -23,7 +42,7 @@ class SearchRequest(BaseModel):
     mode: Literal["graph", "vector", "hybrid"] = "graph"
     depth: int = Field(2, ge=1, le=3)
     limit: int = Field(20, ge=1, le=MAX_LIMIT)
-    as_of: date | datetime | None = None
+    as_of: AsOf | None = None
     relation_types: list[RelationType] | None = Field(None, max_length=50)
 
     @field_validator("query")

@@ -11,10 +11,18 @@ import math
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+)
 
 from kg.cypher.lucene import escape_lucene
-from kg.search_models import RELATION_TYPE_PATTERN
+from kg.instants import AsOf
+from kg.search_models import RelationType
 
 MAX_ID_CHARS = 256
 MAX_IDS = 200
@@ -29,19 +37,38 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _finite(values: list[float]) -> list[float]:
+#: Key of the validation context that carries the vector indexes' dimension (the guard sets it).
+EMBEDDING_DIM_CONTEXT = "embedding_dim"
+
+
+def _usable_vector(values: list[float], info: ValidationInfo) -> list[float]:
+    """What the vector indexes accept, checked before Neo4j sees it: the index's dimension,
+    finite numbers, and a positive, finite length (Neo4j sums the squares in doubles, so a
+    zero vector, or values near 1e155, fail there as a server error)."""
+    context = info.context if isinstance(info.context, dict) else {}
+    dim = context.get(EMBEDDING_DIM_CONTEXT)
+    if isinstance(dim, int) and len(values) != dim:
+        raise ValueError(
+            f"must have {dim} numbers, the dimension of the vector indexes; got {len(values)}"
+        )
     if not all(math.isfinite(v) for v in values):
         raise ValueError("must hold finite numbers only")
+    square_sum = sum(v * v for v in values)
+    if square_sum == 0:
+        raise ValueError("must not be a zero vector (it has no direction)")
+    if not math.isfinite(square_sum):
+        raise ValueError("values are too large: the vector's length overflows; normalize it")
     return values
 
 
 EntityId = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)
 ]
-RelationType = Annotated[str, StringConstraints(pattern=RELATION_TYPE_PATTERN, max_length=64)]
 Depth = Annotated[int, Field(ge=1, le=3, description="Hops to expand, 1..3.")]
 Embedding = Annotated[
-    list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM), AfterValidator(_finite)
+    list[float],
+    Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
+    AfterValidator(_usable_vector),
 ]
 
 
@@ -86,9 +113,7 @@ class TemplateParams(BaseModel):
 
 class _Expansion(TemplateParams):
     depth: Depth = 2
-    as_of: date | datetime | None = Field(
-        None, description="Count only relations valid at this instant."
-    )
+    as_of: AsOf | None = Field(None, description="Count only relations valid at this instant.")
     relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
     fanout: int = Field(50, ge=1, le=500, description="Relations read per node and hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
@@ -132,7 +157,7 @@ class PathsBetweenParams(TemplateParams):
     source_id: EntityId
     target_id: EntityId
     depth: Depth = 3
-    as_of: date | datetime | None = None
+    as_of: AsOf | None = None
     relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
     limit: int = Field(10, ge=1, le=100)
 
@@ -168,7 +193,7 @@ class EntitySourcesParams(TemplateParams):
 
 class RelationsValidAtParams(TemplateParams):
     entity_id: EntityId
-    as_of: date | datetime
+    as_of: AsOf
     relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
     limit: int = Field(100, ge=1, le=MAX_ROWS)
 

@@ -11,8 +11,9 @@ from typing import LiteralString
 
 from kg.cypher.params import DEPTHS
 
-# Relationship-type filter on the relationship variable ``r``.
-TYPE_FILTER: LiteralString = "($relation_types IS NULL OR type(r) IN $relation_types)"
+# Relation filter on the relationship variable ``r``: it names facts' predicates, which every
+# relation carries whatever Neo4j type stores it (docs/architecture.md, "Open vocabulary").
+TYPE_FILTER: LiteralString = "($relation_types IS NULL OR r.predicate IN $relation_types)"
 
 
 def _bound(prop: LiteralString, op: LiteralString) -> LiteralString:
@@ -74,7 +75,8 @@ _EXPANSION_TAIL: LiteralString = (
     "ORDER BY hop, coalesce(r.weight, 0.0) DESC\n"
     "LIMIT $limit\n"
     "WITH r, hop, startNode(r) AS s, endNode(r) AS t\n"
-    "RETURN type(r) AS type, s {.id, .name, .type} AS source, t {.id, .name, .type} AS target,\n"
+    "RETURN r.predicate AS type, s {.id, .name, .type} AS source,"
+    " t {.id, .name, .type} AS target,\n"
     "       r.description AS description, r.weight AS weight,\n"
     "       r.validFrom AS valid_from, r.validTo AS valid_to,\n"
     "       r.chunk_ids[..10] AS chunk_ids, hop"
@@ -117,7 +119,7 @@ def paths_between(depth: int) -> LiteralString:
         + "(b:Entity {id: $target_id})\n"
         "WITH p ORDER BY length(p) LIMIT $limit\n"
         "RETURN [n IN nodes(p) | n {.id, .name, .type}] AS nodes,\n"
-        "       [x IN relationships(p) | {type: type(x), source: startNode(x).id,"
+        "       [x IN relationships(p) | {type: x.predicate, source: startNode(x).id,"
         " target: endNode(x).id, description: x.description, weight: x.weight,"
         " valid_from: x.validFrom, valid_to: x.validTo, chunk_ids: x.chunk_ids[..20]}]"
         " AS relations,\n"
@@ -167,7 +169,7 @@ RELATIONS_VALID_AT: LiteralString = (
     "  LIMIT $limit\n"
     "}\n"
     "WITH r, startNode(r) AS s, endNode(r) AS t\n"
-    "RETURN type(r) AS type, s.id AS source, s.name AS source_name,\n"
+    "RETURN r.predicate AS type, s.id AS source, s.name AS source_name,\n"
     "       t.id AS target, t.name AS target_name, r.description AS description,\n"
     "       r.weight AS weight, r.validFrom AS valid_from, r.validTo AS valid_to,\n"
     "       r.chunk_ids[..50] AS chunk_ids"
@@ -219,7 +221,7 @@ EVIDENCE_CHUNKS: LiteralString = (
     "       [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50] AS mentions"
 )
 
+# The predicates facts use (the writer's catalogue), whatever types store them.
 RELATION_TYPES: LiteralString = (
-    "CALL db.relationshipTypes() YIELD relationshipType\n"
-    "RETURN relationshipType AS type ORDER BY type LIMIT 10000"
+    "MATCH (p:Predicate)\nRETURN p.name AS type, p.stored_as AS stored_as ORDER BY type LIMIT 10000"
 )

@@ -185,7 +185,8 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         name="relation_types",
-        description="The relationship types that exist in the graph.",
+        description="The predicates facts in the graph use, with the relationship type that "
+        "stores each (its own, or RELATED for the long tail).",
         params=NoParams,
         texts=_one(render.RELATION_TYPES),
         row_cap=10_000,

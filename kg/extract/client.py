@@ -14,8 +14,10 @@ A chunk either yields a whole result or is recorded as failed with a reason: not
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +25,7 @@ from typing import Any, Literal
 import instructor
 import openai
 from instructor.core import InstructorError, InstructorRetryException
+from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_not_exception_type
 
 from kg.errors import ExtractionError
@@ -30,7 +33,7 @@ from kg.extract.budget import RunBudget, Usage
 from kg.extract.cache import ExtractionCache
 from kg.extract.ontology import Ontology, ontology_from_settings
 from kg.extract.prompts import build_messages
-from kg.extract.schema import ExtractionResult
+from kg.extract.schema import DroppedItem, ExtractionResult, salvage
 from kg.models import Chunk
 from kg.settings import ExtractSettings
 
@@ -63,6 +66,7 @@ class ChunkOutcome:
     error: str | None
     cached: bool
     usage: Usage
+    dropped: tuple[DroppedItem, ...] = ()  # invalid items left out once re-asks were spent
 
     @property
     def ok(self) -> bool:
@@ -254,9 +258,13 @@ class Extractor:
         settings = self.settings
 
         def outcome(
-            result: ExtractionResult | None, error: str | None, usage: Usage, cached: bool = False
+            result: ExtractionResult | None,
+            error: str | None,
+            usage: Usage,
+            cached: bool = False,
+            dropped: tuple[DroppedItem, ...] = (),
         ) -> ChunkOutcome:
-            return ChunkOutcome(chunk.id, chunk.document_id, result, error, cached, usage)
+            return ChunkOutcome(chunk.id, chunk.document_id, result, error, cached, usage, dropped)
 
         if self.cache is not None:
             try:
@@ -293,6 +301,12 @@ class Extractor:
                         "check base_url, model and api_key"
                     ) from cause
                 if not _is_transient(cause):
+                    kept = _salvaged(exc, ontology)
+                    if kept is not None and not meter.budget_hit:
+                        # Re-asks are spent: keep the valid items, report the invalid ones.
+                        result, dropped = kept
+                        await self._cache_put(chunk, result, ontology)
+                        return outcome(result, None, meter.usage(failed=False), dropped=dropped)
                     return outcome(None, self._invalid_reason(exc, meter), meter.usage(failed=True))
                 assert cause is not None
                 attempt += 1
@@ -315,12 +329,16 @@ class Extractor:
             result = ExtractionResult.model_validate(
                 result.model_dump(mode="json"), context={"ontology": ontology}
             )
-            if self.cache is not None:
-                try:
-                    await self.cache.aput(chunk.sha256, settings.model, result, ontology)
-                except ExtractionError as exc:
-                    log.warning("extraction cache write failed: %s", exc)
+            await self._cache_put(chunk, result, ontology)
             return outcome(result, None, meter.usage(failed=False))
+
+    async def _cache_put(self, chunk: Chunk, result: ExtractionResult, ontology: Ontology) -> None:
+        if self.cache is None:
+            return
+        try:
+            await self.cache.aput(chunk.sha256, self.settings.model, result, ontology)
+        except ExtractionError as exc:
+            log.warning("extraction cache write failed: %s", exc)
 
     def _reasking(self, meter: _Meter, budget: RunBudget) -> AsyncRetrying:
         """instructor's re-ask loop, with each re-ask claiming a call from the budget."""
@@ -358,3 +376,43 @@ class Extractor:
         if hinted is not None:
             delay = max(delay, hinted)
         return min(delay, MAX_BACKOFF_S)
+
+
+def _salvaged(
+    exc: InstructorRetryException, ontology: Ontology
+) -> tuple[ExtractionResult, tuple[DroppedItem, ...]] | None:
+    """The valid part of the last answer, if it was a JSON extraction at all."""
+    data = _last_json(exc.last_completion)
+    if not isinstance(data, dict):
+        return None
+    entities, relations = data.get("entities", []), data.get("relations", [])
+    if not isinstance(entities, list) or not isinstance(relations, list):
+        return None
+    try:
+        result, dropped = salvage(entities, relations, ontology=ontology)
+    except ValidationError:
+        return None
+    return result, tuple(dropped)
+
+
+def _last_json(completion: Any) -> Any:
+    """The JSON arguments (tools modes) or content (JSON modes) of a chat completion."""
+    try:
+        message = completion.choices[0].message
+    except (AttributeError, IndexError, TypeError):
+        return None
+    texts: list[str] = []
+    for call in getattr(message, "tool_calls", None) or []:
+        arguments = getattr(getattr(call, "function", None), "arguments", None)
+        if isinstance(arguments, str):
+            texts.append(arguments)
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        fenced = re.search(r"```(?:json)?\s*(.*?)```", content, re.DOTALL)
+        texts.append(fenced.group(1) if fenced else content)
+    for text in texts:
+        try:
+            return json.loads(text)
+        except ValueError:
+            continue
+    return None

@@ -7,8 +7,10 @@ One JSON document per line (see docs/import-format.md)::
                    "subject_type": "Service", "valid_from": "2024-03"}]}
 
 Each line passes through the same :class:`ExtractionResult` contract as LLM output, so the
-graph cannot tell imported facts from extracted ones. A bad line is reported with its line
-number and skipped; the rest load.
+graph cannot tell imported facts from extracted ones. A line that is not a document at all (bad
+JSON, no text) is reported with its line number and skipped. Inside a good line, a triplet or
+entity declaration that fails validation drops alone, reported with its line number, its index
+and the reason; the document, its text and its valid triplets still load.
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kg.errors import ConfigError
 from kg.extract.ontology import Ontology
-from kg.extract.schema import ExtractionResult
+from kg.extract.schema import (
+    DroppedItem,
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionResult,
+    describe_error,
+    salvage,
+)
 
 __all__ = ["DEFAULT_ENTITY_TYPE", "ImportResult", "ImportedDocument", "read_triplets"]
 
@@ -81,8 +90,9 @@ class _Line(BaseModel):
     id: str | None = None
     title: str
     text: str
-    entities: list[_Entity] = Field(default_factory=list)
-    triplets: list[_Triplet] = Field(default_factory=list)
+    # Items are validated one by one (see _to_result), so one bad item drops alone.
+    entities: list[Any] = Field(default_factory=list)
+    triplets: list[Any] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod
@@ -100,6 +110,8 @@ class ImportedDocument:
     title: str
     text: str
     result: ExtractionResult
+    line: int = 0
+    dropped: tuple[DroppedItem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,23 +120,70 @@ class ImportResult:
     errors: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors(include_url=False):
-        where = ".".join(str(p) for p in err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
+def _declared(raw: list[Any], ontology: Ontology | None) -> tuple[list[_Entity], list[DroppedItem]]:
+    kept: list[_Entity] = []
+    dropped: list[DroppedItem] = []
+    for i, item in enumerate(raw):
+        try:
+            declared = _Entity.model_validate(item)
+            # The same rules as extracted entities (name length, ontology type ...).
+            ExtractedEntity.model_validate(
+                {"name": declared.name, "type": declared.type or DEFAULT_ENTITY_TYPE},
+                context={"ontology": ontology},
+            )
+        except ValidationError as exc:
+            dropped.append(DroppedItem("entities", i, describe_error(exc)))
+            continue
+        kept.append(declared)
+    return kept, dropped
 
 
-def _to_result(line: _Line, ontology: Ontology | None) -> ExtractionResult:
+def _valid_triplets(
+    raw: list[Any], ontology: Ontology | None
+) -> tuple[list[_Triplet], list[DroppedItem]]:
+    kept: list[_Triplet] = []
+    dropped: list[DroppedItem] = []
+    for i, item in enumerate(raw):
+        try:
+            t = _Triplet.model_validate(item)
+            ExtractedRelation.model_validate(_relation(t), context={"ontology": ontology})
+            for name, kind in ((t.subject, t.subject_type), (t.object, t.object_type)):
+                ExtractedEntity.model_validate(
+                    {"name": name, "type": kind or DEFAULT_ENTITY_TYPE},
+                    context={"ontology": ontology},
+                )
+        except ValidationError as exc:
+            dropped.append(DroppedItem("triplets", i, describe_error(exc)))
+            continue
+        kept.append(t)
+    return kept, dropped
+
+
+def _relation(t: _Triplet) -> dict[str, Any]:
+    return {
+        "source": t.subject,
+        "target": t.object,
+        "predicate": t.predicate,
+        "description": t.description,
+        "weight": t.weight,
+        "valid_from": t.valid_from,
+        "valid_to": t.valid_to,
+    }
+
+
+def _to_result(
+    line: _Line, ontology: Ontology | None
+) -> tuple[ExtractionResult, list[DroppedItem]]:
+    declarations, dropped = _declared(line.entities, ontology)
+    triplets, bad_triplets = _valid_triplets(line.triplets, ontology)
+    dropped += bad_triplets
     entities: dict[str, dict[str, Any]] = {}
     alias_of: dict[str, str] = {}  # any declared alias -> the key of its entity
 
     def _key(name: str) -> str:
         return " ".join(name.split()).casefold()
 
-    for declared in line.entities:
+    for declared in declarations:
         key = _key(declared.name)
         entities.setdefault(
             key,
@@ -142,29 +201,13 @@ def _to_result(line: _Line, ontology: Ontology | None) -> ExtractionResult:
             entities[key]["type"] = kind  # a later line may know the type
 
     relations = []
-    for t in line.triplets:
+    for t in triplets:
         entity(t.subject, t.subject_type)
         entity(t.object, t.object_type)
-        relations.append(
-            {
-                "source": t.subject,
-                "target": t.object,
-                "predicate": t.predicate,
-                "description": t.description,
-                "weight": t.weight,
-                "valid_from": t.valid_from,
-                "valid_to": t.valid_to,
-            }
-        )
-    return ExtractionResult.model_validate(
-        {"entities": list(entities.values()), "relations": relations},
-        context={"ontology": ontology},
-    )
-
-
-def _reindex(message: str) -> str:
-    # ExtractionResult speaks of relations[i]; the file calls them triplets[i].
-    return message.replace("relations.", "triplets.").replace("relations[", "triplets[")
+        relations.append(_relation(t))
+    result, late = salvage(list(entities.values()), relations, ontology=ontology)
+    # Items were checked one by one above; what salvage still drops is reported, not lost.
+    return result, dropped + late
 
 
 def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResult:
@@ -196,9 +239,11 @@ def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResu
             continue
         try:
             line = _Line.model_validate(data)
-            result = _to_result(line, ontology)
         except ValidationError as exc:
-            errors.append((number, _reindex(_describe(exc))))
+            errors.append((number, describe_error(exc)))
             continue
-        documents.append(ImportedDocument(line.id, line.title, line.text, result))
+        result, dropped = _to_result(line, ontology)
+        documents.append(
+            ImportedDocument(line.id, line.title, line.text, result, number, tuple(dropped))
+        )
     return ImportResult(documents, errors)

@@ -1,8 +1,11 @@
-"""Predicate normalization: free text to the UPPER_SNAKE relationship type Neo4j will show.
+"""Predicate normalization: free text to one UPPER_SNAKE predicate.
 
 Shared by the extraction schema, the importer and the graph writer, so one spelling of a
-relation ("published by", "publishedBy", "Published-By") always lands on one type
+relation ("published by", "publishedBy", "Published-By") always lands on one predicate
 (``PUBLISHED_BY``). Unicode letters are kept: ``"является частью"`` -> ``ЯВЛЯЕТСЯ_ЧАСТЬЮ``.
+Letters that look alike across Latin and Cyrillic are folded into the script of the rest of
+their word, so ``DEPENDS_ОN`` with a Cyrillic ``О`` is ``DEPENDS_ON``, while a genuinely
+Russian predicate stays Russian. The allowlist itself lives in :mod:`kg.models`.
 """
 
 from __future__ import annotations
@@ -10,11 +13,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from kg.models import RELATION_TYPE_RE, is_relation_type
+
 __all__ = ["MAX_PREDICATE_LENGTH", "PREDICATE_RE", "is_valid_predicate", "normalize_predicate"]
 
 MAX_PREDICATE_LENGTH = 64
-# A letter first, then letters, digits or underscores: nothing Cypher would need quoted.
-PREDICATE_RE = re.compile(r"^[^\W\d_]\w{0,63}$")
+PREDICATE_RE = RELATION_TYPE_RE  # one allowlist, defined in kg.models
+
+# Upper-case letters that look the same in Latin and Cyrillic (after upper-casing).
+_CYRILLIC_TO_LATIN = dict(zip("АВЕКМНОРСТХУІЈЅ", "ABEKMHOPCTXYIJS", strict=True))
+_LATIN_TO_CYRILLIC = {latin: cyr for cyr, latin in _CYRILLIC_TO_LATIN.items()}
 
 _NON_WORD = re.compile(r"[\W_]+")
 
@@ -30,9 +38,33 @@ def normalize_predicate(value: str) -> str:
         head, _, rest = text.partition("_")
         text = rest if head and not head[0].isalpha() else text[1:]
     text = text.upper()[:MAX_PREDICATE_LENGTH].rstrip("_")
-    if not text or not PREDICATE_RE.match(text):
+    text = "_".join(_fold_confusables(word) for word in text.split("_"))
+    if not text or not is_relation_type(text):
         raise ValueError(f"predicate {value!r} has no usable letters")
     return text
+
+
+def _script(ch: str) -> str | None:
+    if "A" <= ch <= "Z":
+        return "latin"
+    if "\u0400" <= ch <= "\u04ff":
+        return "cyrillic"
+    return None
+
+
+def _fold_confusables(word: str) -> str:
+    """Rewrite look-alike letters into the script most of the word's letters are in."""
+    scripts = [s for s in map(_script, word) if s is not None]
+    latin, cyrillic = scripts.count("latin"), scripts.count("cyrillic")
+    if not latin or not cyrillic:
+        return word
+    if latin > cyrillic or (
+        latin == cyrillic and all(c in _CYRILLIC_TO_LATIN for c in word if _script(c) == "cyrillic")
+    ):
+        table = _CYRILLIC_TO_LATIN
+    else:
+        table = _LATIN_TO_CYRILLIC
+    return "".join(table.get(ch, ch) for ch in word)
 
 
 def _split_camel(text: str) -> str:
@@ -47,4 +79,4 @@ def _split_camel(text: str) -> str:
 
 def is_valid_predicate(value: str) -> bool:
     """True when ``value`` is already a normalized predicate (safe as a relationship type)."""
-    return bool(PREDICATE_RE.match(value)) and value == value.upper()
+    return is_relation_type(value)

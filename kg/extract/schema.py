@@ -9,6 +9,8 @@ arrives through the validation context (``context={"ontology": ...}``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Annotated, Any
 
@@ -17,6 +19,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -26,14 +29,17 @@ from kg.extract.ontology import Ontology
 from kg.extract.predicates import normalize_predicate
 
 __all__ = [
+    "DroppedItem",
     "ExtractedEntity",
     "ExtractedRelation",
     "ExtractionResult",
     "normalize_predicate",
     "parse_partial_date",
+    "salvage",
 ]
 
 MAX_NAME_LENGTH = 300
+MAX_ALIASES = 64  # per extracted entity; the writer bounds the stored list too
 _YEAR = re.compile(r"^(\d{4})$")
 _YEAR_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
 _FULL = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ].*)?$")
@@ -123,7 +129,9 @@ class ExtractedEntity(BaseModel):
             value = [value]
         if not isinstance(value, list):
             raise ValueError("must be a list of strings")
-        return [str(v) for v in value if v is not None]
+        # Bounded: over-long or surplus aliases are dropped, never stored (hostile input).
+        kept = [str(v) for v in value if v is not None and len(str(v)) <= MAX_NAME_LENGTH]
+        return kept[:MAX_ALIASES]
 
     @field_validator("type")
     @classmethod
@@ -237,3 +245,67 @@ class ExtractionResult(BaseModel):
             )
         self.relations = fixed
         return self
+
+
+@dataclass(frozen=True)
+class DroppedItem:
+    """One entity or relation left out of an extraction because it failed validation."""
+
+    kind: str  # "entities" or "relations" (the importer says "triplets")
+    index: int
+    reason: str
+
+    def where(self) -> str:
+        return f"{self.kind}[{self.index}]"
+
+
+def describe_error(exc: ValidationError) -> str:
+    """A validation error as one line: ``field: message; ...``."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"])
+        message = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)
+
+
+def salvage(
+    entities: Sequence[Any], relations: Sequence[Any], *, ontology: Ontology | None = None
+) -> tuple[ExtractionResult, list[DroppedItem]]:
+    """Keep every valid entity and relation of a raw extraction; report each one dropped.
+
+    Used once instructor's re-asks are spent, and by the importer: one bad item costs only
+    itself, never the chunk or document around it. A relation whose end names no kept entity
+    is dropped too (never written dangling).
+    """
+    context = {"ontology": ontology}
+    dropped: list[DroppedItem] = []
+    kept_entities: list[ExtractedEntity] = []
+    for i, raw in enumerate(entities):
+        try:
+            kept_entities.append(ExtractedEntity.model_validate(raw, context=context))
+        except ValidationError as exc:
+            dropped.append(DroppedItem("entities", i, describe_error(exc)))
+    known = {e.name.casefold() for e in kept_entities}
+    known.update(a.casefold() for e in kept_entities for a in e.aliases)
+    kept_relations: list[ExtractedRelation] = []
+    for i, raw in enumerate(relations):
+        try:
+            rel = ExtractedRelation.model_validate(raw, context=context)
+        except ValidationError as exc:
+            dropped.append(DroppedItem("relations", i, describe_error(exc)))
+            continue
+        missing = [n for n in (rel.source, rel.target) if n.casefold() not in known]
+        if missing:
+            names = ", ".join(repr(n) for n in missing)
+            dropped.append(DroppedItem("relations", i, f"names no kept entity: {names}"))
+            continue
+        kept_relations.append(rel)
+    result = ExtractionResult.model_validate(
+        {
+            "entities": [e.model_dump() for e in kept_entities],
+            "relations": [r.model_dump() for r in kept_relations],
+        },
+        context=context,
+    )
+    return result, dropped

@@ -1,33 +1,44 @@
 """Batched, parameterized, idempotent writes of the graph model.
 
 Every statement is a constant ``UNWIND $rows AS row MERGE ...``; data only ever arrives as
-parameters. Relationship types use Cypher's dynamic types (``[r:$(row.type)]``, Neo4j 5.26)
-after passing the allowlist in :func:`kg.models.is_relation_type`. One batch is one transaction.
+parameters. Relations are open-vocabulary: every fact keeps its predicate in the ``predicate``
+property, and its Neo4j type is either the predicate itself (for the predicates that matter:
+single-valued, configured, ontology, and the most frequent up to a cap) or the generic
+``RELATED``. The choice is made once per predicate and recorded on a ``(:Predicate)`` node, so
+the number of relationship types, and of distinct write-statement texts, stays bounded whatever
+an extractor emits (docs/architecture.md, "Open vocabulary"). A type name reaches query text
+only after :func:`kg.models.is_relation_type`, and is checked again where the text is rendered.
 
-Crash safety rests on one rule: a document's ``sha256`` is written last, after everything that
-came from it. A document without it (or with an old one) is redone on the next run, after
-:meth:`GraphWriter.remove_document_contents` has removed what only it supported.
+Crash safety rests on one rule: a document's ``sha256`` is cleared before anything of it
+changes and written last, after everything that came from it. A document without it is redone
+on the next run, after :meth:`GraphWriter.remove_document_contents` has removed what only it
+supported. Every list the writer grows (aliases, chunk ids) is bounded, and every statement
+runs with a transaction timeout, so a hostile input fails fast instead of exhausting memory.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, LiteralString, TypeVar, cast
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import Driver, ManagedTransaction, unit_of_work
 
 from kg.errors import StoreError
-from kg.models import KnownEntity, is_relation_type
+from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
 
 T = TypeVar("T")
 
+# The hash is cleared here, before any of the document's contents change, and set again only by
+# _COMPLETE_DOCUMENTS: a run that fails in between leaves a document the next run redoes.
 _UPSERT_DOCUMENTS: LiteralString = """
 UNWIND $rows AS row
 MERGE (d:Document {id: row.id})
-SET d.path = row.path, d.title = row.title, d.root = row.root
+SET d.path = row.path, d.title = row.title, d.root = row.root, d.source = row.source,
+    d.sha256 = null
 """
 
 _COMPLETE_DOCUMENTS: LiteralString = """
@@ -57,7 +68,7 @@ UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now
 SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
-        CASE WHEN a IN acc THEN acc ELSE acc + a END),
+        CASE WHEN a IN acc OR size(acc) >= $max_aliases THEN acc ELSE acc + a END),
     e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
                          ELSE e.description END,
     e.embedding = coalesce(row.embedding, e.embedding)
@@ -71,8 +82,9 @@ MERGE (c)-[:MENTIONS]->(e)
 """
 
 # Measured on Neo4j 5.26 (docs/architecture.md): MERGE with a dynamic type `[r:$(row.type)]`
-# ran ~15x slower than a static type, so rows are grouped by type and each group runs this text
-# with __TYPE__ replaced by a name that passed the allowlist (letters, digits, underscores).
+# ran ~15x slower than a static type, so rows are grouped by stored type and each group runs
+# this text with __TYPE__ replaced by a name that passed the allowlist. Stored types are
+# bounded (see _predicate_storage), so the texts, and the server's plan cache, stay bounded.
 _UPSERT_RELATIONS_TEMPLATE = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})
@@ -83,18 +95,38 @@ ON MATCH SET
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
                          ELSE r.description END,
     r.weight = CASE WHEN row.props.weight > r.weight THEN row.props.weight ELSE r.weight END,
-    r.chunk_ids = r.chunk_ids + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids],
+    r.chunk_ids = (r.chunk_ids
+                   + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
     r.validTo = coalesce(row.props.validTo, r.validTo),
     r.last_seen = $now
 """
 
-# Open edges (validTo IS NULL) of single-valued types, for deciding which newer fact closes
-# which older one (see close_superseded).
+# The predicate catalogue: one node per predicate ever written, with the type that stores it.
+_PREDICATES: LiteralString = """
+UNWIND $names AS name
+MATCH (p:Predicate {name: name})
+RETURN p.name AS name, p.stored_as AS stored_as
+"""
+
+_PROMOTED_COUNT: LiteralString = """
+MATCH (p:Predicate) WHERE p.promoted = true
+RETURN count(p) AS promoted
+"""
+
+_UPSERT_PREDICATES: LiteralString = """
+UNWIND $rows AS row
+MERGE (p:Predicate {name: row.name})
+ON CREATE SET p.stored_as = row.stored_as, p.promoted = row.promoted, p.first_seen = $now
+RETURN p.name AS name, p.stored_as AS stored_as
+"""
+
+# Open edges (validTo IS NULL) of single-valued predicates, for deciding which newer fact
+# closes which older one (see close_superseded).
 _OPEN_EDGES: LiteralString = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})-[r]->(b:Entity)
-WHERE type(r) = row.type AND r.validTo IS NULL
-RETURN row.source AS source, row.type AS type, elementId(r) AS rel, b.id AS target,
+WHERE r.predicate = row.predicate AND r.validTo IS NULL
+RETURN row.source AS source, row.predicate AS predicate, elementId(r) AS rel, b.id AS target,
        r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key
 """
 
@@ -106,7 +138,7 @@ SET r.validTo = row.valid_to, r.closed_by = row.closed_by
 
 _EXISTING_DOCUMENTS: LiteralString = """
 MATCH (d:Document)
-RETURN d.id AS id, d.path AS path, d.sha256 AS sha256, d.root AS root
+RETURN d.id AS id, d.path AS path, d.sha256 AS sha256, d.root AS root, d.source AS source
 """
 
 _KNOWN_ENTITIES: LiteralString = """
@@ -157,6 +189,7 @@ class DocumentRow:
     title: str
     sha256: str
     root: str = ""
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -164,6 +197,7 @@ class StoredDocument:
     path: str | None
     sha256: str | None  # None: its last ingest did not finish
     root: str | None
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,9 +222,11 @@ class EntityRow:
 
 @dataclass(frozen=True)
 class RelationRow:
+    """One fact; ``predicate`` is the normalized predicate, whatever type ends up storing it."""
+
     source: str
     target: str
-    type: str
+    predicate: str
     description: str = ""
     weight: float = 0.5
     valid_from: date | datetime | None = None
@@ -199,9 +235,9 @@ class RelationRow:
 
     @property
     def key(self) -> str:
-        """One edge per source, type, target and start of validity."""
+        """One edge per source, predicate, target and start of validity."""
         since = self.valid_from.isoformat() if self.valid_from else ""
-        return f"{self.source}|{self.type}|{self.target}|{since}"
+        return f"{self.source}|{self.predicate}|{self.target}|{since}"
 
 
 @dataclass
@@ -219,6 +255,25 @@ class WriteCounts:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """Limits on what one write may grow; see WriteSettings for the documented defaults."""
+
+    max_aliases: int = 64
+    max_alias_chars: int = 300
+    max_chunk_ids: int = 200
+    timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class TypePolicy:
+    """Which predicates get a relationship type of their own (the rest are RELATED)."""
+
+    always: frozenset[str] = frozenset()  # single-valued, configured and ontology predicates
+    max_promoted: int = 64  # promoted by frequency, at most this many in the graph
+    min_count: int = 3  # a new predicate needs this many facts in one write to be promoted
+
+
 @dataclass
 class GraphWriter:
     """Writes rows in batches of ``batch_size``, one transaction per batch."""
@@ -227,12 +282,16 @@ class GraphWriter:
     database: str
     batch_size: int = 1000
     single_valued: frozenset[str] = field(default_factory=frozenset)
+    types: TypePolicy = field(default_factory=TypePolicy)
+    bounds: Bounds = field(default_factory=Bounds)
 
     # -- reads the pipeline needs ------------------------------------------------------------
 
     def existing_documents(self) -> dict[str, StoredDocument]:
         records, _, _ = self.driver.execute_query(_EXISTING_DOCUMENTS, database_=self.database)
-        return {r["id"]: StoredDocument(r["path"], r["sha256"], r["root"]) for r in records}
+        return {
+            r["id"]: StoredDocument(r["path"], r["sha256"], r["root"], r["source"]) for r in records
+        }
 
     def known_entities(self) -> list[KnownEntity]:
         records, _, _ = self.driver.execute_query(_KNOWN_ENTITIES, database_=self.database)
@@ -251,7 +310,11 @@ class GraphWriter:
     # -- writes ------------------------------------------------------------------------------
 
     def upsert_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
-        rows = [{"id": d.id, "path": d.path, "title": d.title, "root": d.root} for d in docs]
+        """Create or update documents and clear their hash: call before touching contents."""
+        rows = [
+            {"id": d.id, "path": d.path, "title": d.title, "root": d.root, "source": d.source}
+            for d in docs
+        ]
         return self._batched(_UPSERT_DOCUMENTS, rows)
 
     def complete_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
@@ -287,7 +350,7 @@ class GraphWriter:
                 "name": e.name,
                 "type": e.type,
                 "description": e.description,
-                "aliases": list(dict.fromkeys(e.aliases)),
+                "aliases": self._bounded_aliases(e.aliases),
                 "embedding": e.embedding,
             }
             for e in entities
@@ -300,18 +363,17 @@ class GraphWriter:
 
     def upsert_relations(self, relations: Sequence[RelationRow]) -> WriteCounts:
         """Merge relations (re-asserting updates provenance), then close superseded ones."""
-        merged = _merge_duplicates(relations)
-        for row in merged:
-            if not is_relation_type(row.type):
-                raise StoreError(f"refusing relationship type {row.type!r}: not UPPER_SNAKE")
+        merged = _merge_duplicates(relations, self.bounds.max_chunk_ids)
+        storage = self.predicate_storage(Counter(r.predicate for r in merged))
         by_type: dict[str, list[dict[str, Any]]] = {}
         for r in merged:
-            by_type.setdefault(r.type, []).append(
+            by_type.setdefault(storage[r.predicate], []).append(
                 {
                     "source": r.source,
                     "target": r.target,
                     "props": {
                         "key": r.key,
+                        "predicate": r.predicate,
                         "description": r.description,
                         "weight": r.weight,
                         "validFrom": r.valid_from,
@@ -324,10 +386,48 @@ class GraphWriter:
         for rel_type, rows in sorted(by_type.items()):
             counts.add(self._batched(_relations_query(rel_type), rows))
         counts.relations_written = len(merged)
-        pairs = sorted({(r.source, r.type) for r in merged if r.type in self.single_valued})
-        for batch in _batches([{"source": s, "type": t} for s, t in pairs], self.batch_size):
+        pairs = sorted(
+            {(r.source, r.predicate) for r in merged if r.predicate in self.single_valued}
+        )
+        for batch in _batches([{"source": s, "predicate": p} for s, p in pairs], self.batch_size):
             counts.relations_closed += self._close_superseded(batch)
         return counts
+
+    def predicate_storage(self, counts: Mapping[str, int]) -> dict[str, str]:
+        """The relationship type storing each predicate, deciding (once) for new ones.
+
+        A predicate keeps the type it was first stored with. A new one gets its own type when
+        it is single-valued, configured or in the ontology, or, while fewer than
+        ``types.max_promoted`` predicates were promoted, when it is among the most frequent of
+        this write (at least ``types.min_count`` facts); every other predicate is RELATED.
+        """
+        names = sorted(counts)
+        storage: dict[str, str] = {}
+        for batch in _batches(names, self.batch_size):
+            records, _, _ = self.driver.execute_query(
+                _PREDICATES, names=batch, database_=self.database
+            )
+            storage.update({r["name"]: r["stored_as"] for r in records})
+        new = [n for n in names if n not in storage]
+        if not new:
+            return storage
+        records, _, _ = self.driver.execute_query(_PROMOTED_COUNT, database_=self.database)
+        room = max(0, self.types.max_promoted - int(records[0]["promoted"]))
+        rows: list[dict[str, Any]] = []
+        for name in sorted(new, key=lambda n: (-counts[n], n)):
+            typeable = is_relation_type(name) and name not in STRUCTURAL_TYPES
+            if typeable and (name in self.types.always or name in self.single_valued):
+                rows.append({"name": name, "stored_as": name, "promoted": False})
+            elif typeable and room > 0 and counts[name] >= self.types.min_count:
+                room -= 1
+                rows.append({"name": name, "stored_as": name, "promoted": True})
+            else:
+                rows.append({"name": name, "stored_as": GENERIC_RELATION_TYPE, "promoted": False})
+        for chunk in _batches(rows, self.batch_size):
+            # A concurrent ingest may have decided first: its choice wins (ON CREATE only).
+            for r in self._write(_UPSERT_PREDICATES, chunk):
+                storage[r["name"]] = r["stored_as"]
+        return storage
 
     def _close_superseded(self, pairs: list[dict[str, str]]) -> int:
         """Close older open edges of single-valued types; returns how many were closed."""
@@ -336,7 +436,7 @@ class GraphWriter:
         for r in records:
             first_seen = r["first_seen"].to_native() if r["first_seen"] is not None else None
             valid_from = r["valid_from"].to_native() if r["valid_from"] is not None else None
-            groups.setdefault((r["source"], r["type"]), []).append(
+            groups.setdefault((r["source"], r["predicate"]), []).append(
                 OpenEdge(r["rel"], r["target"], r["key"], valid_from, first_seen)
             )
         closing = [
@@ -368,6 +468,24 @@ class GraphWriter:
 
     # -- plumbing ----------------------------------------------------------------------------
 
+    def _bounded_aliases(self, aliases: Iterable[str]) -> list[str]:
+        """First ``max_aliases`` distinct aliases, each at most ``max_alias_chars`` long."""
+        kept: list[str] = []
+        for alias in dict.fromkeys(aliases):
+            if len(alias) <= self.bounds.max_alias_chars:
+                kept.append(alias)
+                if len(kept) >= self.bounds.max_aliases:
+                    break
+        return kept
+
+    def _parameters(self, key: str, rows: list[Any]) -> dict[str, Any]:
+        return {
+            key: rows,
+            "now": _now(),
+            "max_aliases": self.bounds.max_aliases,
+            "max_chunk_ids": self.bounds.max_chunk_ids,
+        }
+
     def _batched(self, query: LiteralString, rows: list[dict[str, Any]]) -> WriteCounts:
         counts = WriteCounts()
         for batch in _batches(rows, self.batch_size):
@@ -379,15 +497,21 @@ class GraphWriter:
         return counts
 
     def _write_summary(self, query: LiteralString, rows: list[Any]) -> Any:
+        params = self._parameters("rows", rows)
+
+        @unit_of_work(timeout=self.bounds.timeout_s)
         def work(tx: ManagedTransaction) -> Any:
-            return tx.run(query, rows=rows, now=_now()).consume().counters
+            return tx.run(query, params).consume().counters
 
         with self.driver.session(database=self.database) as session:
             return session.execute_write(work)
 
     def _write(self, query: LiteralString, rows: list[Any], *, key: str = "rows") -> list[Any]:
+        params = self._parameters(key, rows)
+
+        @unit_of_work(timeout=self.bounds.timeout_s)
         def work(tx: ManagedTransaction) -> list[Any]:
-            return list(tx.run(query, {key: rows, "now": _now()}))
+            return list(tx.run(query, params))
 
         with self.driver.session(database=self.database) as session:
             return session.execute_write(work)
@@ -440,9 +564,11 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
 
 
 def _relations_query(rel_type: str) -> LiteralString:
-    """The relation upsert for one type; the type passed the allowlist (checked again here)."""
-    if not is_relation_type(rel_type):
-        raise StoreError(f"refusing relationship type {rel_type!r}: not UPPER_SNAKE")
+    """The relation upsert for one stored type; the type passed the allowlist (checked again)."""
+    if not is_relation_type(rel_type) or (
+        rel_type in STRUCTURAL_TYPES and rel_type != GENERIC_RELATION_TYPE
+    ):
+        raise StoreError(f"refusing relationship type {rel_type!r}: not an allowed type")
     return cast(LiteralString, _UPSERT_RELATIONS_TEMPLATE.replace("__TYPE__", rel_type))
 
 
@@ -455,7 +581,7 @@ def _batches(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[start : start + size]
 
 
-def _merge_duplicates(relations: Sequence[RelationRow]) -> list[RelationRow]:
+def _merge_duplicates(relations: Sequence[RelationRow], max_chunk_ids: int) -> list[RelationRow]:
     """Fold rows with the same key so one batch never merges the same edge twice."""
     folded: dict[str, RelationRow] = {}
     for rel in relations:
@@ -466,11 +592,11 @@ def _merge_duplicates(relations: Sequence[RelationRow]) -> list[RelationRow]:
         folded[rel.key] = RelationRow(
             source=rel.source,
             target=rel.target,
-            type=rel.type,
+            predicate=rel.predicate,
             description=seen.description or rel.description,
             weight=max(seen.weight, rel.weight),
             valid_from=seen.valid_from,
             valid_to=seen.valid_to or rel.valid_to,
-            chunk_ids=tuple(dict.fromkeys(seen.chunk_ids + rel.chunk_ids)),
+            chunk_ids=tuple(dict.fromkeys(seen.chunk_ids + rel.chunk_ids))[:max_chunk_ids],
         )
     return list(folded.values())

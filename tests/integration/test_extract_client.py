@@ -163,19 +163,32 @@ def test_persistent_timeout_fails_the_chunk(llm: ScriptedLLM, mode: str) -> None
     assert len(run.failed) == 1
 
 
-def test_persistent_invalid_output_fails_with_reason_and_no_result(
-    llm: ScriptedLLM, mode: str
-) -> None:
+def test_persistent_invalid_relation_drops_alone_after_reasks(llm: ScriptedLLM, mode: str) -> None:
     llm.responder = lambda _request: Reply(payload=DANGLING)
     run = _run(_settings(llm, mode, max_retries=2), [_chunk(TEXT), _chunk("Other.", 1)])
-    assert [o.result for o in run.outcomes] == [None, None]
-    for outcome in run.outcomes:
-        assert outcome.error is not None
-        assert outcome.error.startswith("invalid output after 3 attempt(s)")
-        assert "Kafka" in outcome.error
-    assert run.usage.failures == 2
+    # The re-ask budget is spent on every chunk (3 attempts each) ...
     assert run.usage.calls == 6
     assert llm.calls == 6
+    # ... then the valid entity is kept and only the dangling relation is dropped, reported.
+    for outcome in run.outcomes:
+        assert outcome.error is None
+        assert outcome.result is not None
+        assert [e.name for e in outcome.result.entities] == ["Payments"]
+        assert outcome.result.relations == []
+        assert [(d.where(), d.reason) for d in outcome.dropped] == [
+            ("relations[0]", "names no kept entity: 'Kafka'")
+        ]
+    assert run.usage.failures == 0
+
+
+def test_unparseable_output_fails_with_reason_and_no_result(llm: ScriptedLLM, mode: str) -> None:
+    llm.responder = lambda _request: Reply(payload={"entities": "not a list"})
+    run = _run(_settings(llm, mode, max_retries=1), [_chunk(TEXT)])
+    (outcome,) = run.outcomes
+    assert outcome.result is None
+    assert outcome.error is not None
+    assert outcome.error.startswith("invalid output after 2 attempt(s)")
+    assert run.usage.failures == 1
 
 
 def test_persistent_server_error_fails_after_backoff(llm: ScriptedLLM, mode: str) -> None:
@@ -295,7 +308,7 @@ def test_bad_key_stops_the_run(llm: ScriptedLLM) -> None:
 
 
 def test_on_error_raise(llm: ScriptedLLM) -> None:
-    llm.responder = lambda _request: Reply(payload=DANGLING)
+    llm.responder = lambda _request: Reply(payload={"entities": "not a list"})
     extractor = Extractor(_settings(llm, max_retries=0))
     with pytest.raises(ExtractionError, match="chunk chk_doc_a_0 failed: invalid output"):
         extractor.extract_chunks_sync([_chunk(TEXT)], on_error="raise")

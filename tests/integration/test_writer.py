@@ -1,4 +1,4 @@
-"""GraphWriter against the real server: idempotent MERGE, allowlisted types, temporal closing."""
+"""GraphWriter against the real server: idempotent MERGE, bounded types, temporal closing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ from datetime import date
 import pytest
 from neo4j import Driver
 
-from kg.errors import StoreError
-from kg.graph.writer import ChunkRow, DocumentRow, EntityRow, GraphWriter, RelationRow
+from kg.graph.writer import (
+    Bounds,
+    ChunkRow,
+    DocumentRow,
+    EntityRow,
+    GraphWriter,
+    RelationRow,
+    TypePolicy,
+)
 from kg.settings import Settings
 from tests.graphsnap import counts, snapshot
 
@@ -16,7 +23,11 @@ from tests.graphsnap import counts, snapshot
 @pytest.fixture
 def writer(clean_graph: Driver, settings: Settings) -> GraphWriter:
     return GraphWriter(
-        clean_graph, settings.neo4j.database, batch_size=2, single_valued=frozenset({"OWNED_BY"})
+        clean_graph,
+        settings.neo4j.database,
+        batch_size=2,
+        single_valued=frozenset({"OWNED_BY"}),
+        types=TypePolicy(max_promoted=3, min_count=1),
     )
 
 
@@ -48,8 +59,8 @@ def test_writes_are_idempotent(writer: GraphWriter, clean_graph: Driver) -> None
     first = snapshot(clean_graph)
     seed(writer)
     assert snapshot(clean_graph) == first
-    # 2 docs + 3 chunks + 4 entities; 3 PART_OF + 1 NEXT + 7 MENTIONS + 3 facts
-    assert counts(clean_graph) == (9, 14)
+    # 2 docs + 3 chunks + 4 entities + 2 predicates; 3 PART_OF + 1 NEXT + 7 MENTIONS + 3 facts
+    assert counts(clean_graph) == (11, 14)
 
 
 def test_duplicate_facts_fold_into_one_edge_with_provenance(
@@ -108,27 +119,93 @@ def test_only_same_source_and_type_are_candidates(writer: GraphWriter, clean_gra
     assert open_auth == 1
 
 
-def test_relationship_types_pass_the_allowlist(writer: GraphWriter, clean_graph: Driver) -> None:
+def _types(driver: Driver) -> set[str]:
+    records = driver.execute_query("CALL db.relationshipTypes() YIELD relationshipType AS t")
+    return {r["t"] for r in records.records}
+
+
+def _stored(driver: Driver) -> dict[str, str]:
+    records = driver.execute_query(
+        "MATCH (:Entity)-[r]->(:Entity) RETURN DISTINCT r.predicate AS p, type(r) AS t"
+    ).records
+    return {r["p"]: r["t"] for r in records}
+
+
+def test_hostile_predicates_stay_data(writer: GraphWriter, clean_graph: Driver) -> None:
     seed(writer)
-    before = snapshot(clean_graph)
-    for bad in ("DEPENDS`]->() DETACH DELETE n //", "lower_case", "WITH SPACE", "1ABC", ""):
-        with pytest.raises(StoreError, match="refusing relationship type"):
-            writer.upsert_relations([RelationRow("auth", "pg", bad)])
-    assert snapshot(clean_graph) == before
+    types_before = _types(clean_graph)
+    bad = ["DEPENDS`]->() DETACH DELETE n //", "lower_case", "WITH SPACE", "1ABC", "", "X\n"]
+    writer.upsert_relations([RelationRow("auth", "pg", p) for p in bad])
+    # No new type: every hostile name is only a property value of a RELATED edge.
+    assert _types(clean_graph) - types_before <= {"RELATED"}
+    stored = _stored(clean_graph)
+    assert all(stored[p] == "RELATED" for p in bad)
+    assert counts(clean_graph)[0] == 11 + len(bad)  # nothing deleted; one Predicate node each
 
 
-def test_unicode_relationship_types_are_real_types(
+def test_structural_names_never_become_fact_types(
     writer: GraphWriter, clean_graph: Driver
 ) -> None:
     seed(writer)
+    writer.upsert_relations(
+        [RelationRow("auth", "pg", p, chunk_ids=("c1",)) for p in ("MENTIONS", "PART_OF", "NEXT")]
+    )
+    stored = _stored(clean_graph)
+    assert {p: stored[p] for p in ("MENTIONS", "PART_OF", "NEXT")} == dict.fromkeys(
+        ("MENTIONS", "PART_OF", "NEXT"), "RELATED"
+    )
+    # Provenance is unchanged: MENTIONS still only goes from chunks to entities.
+    wrong = clean_graph.execute_query(
+        "MATCH (:Entity)-[r:MENTIONS|PART_OF|NEXT]->() RETURN count(r) AS n"
+    ).records[0]["n"]
+    assert wrong == 0
+
+
+def test_long_tail_is_stored_as_related_with_its_predicate(
+    writer: GraphWriter, clean_graph: Driver
+) -> None:
+    seed(writer)  # STORES_DATA_IN and OWNED_BY: one promoted, one single-valued
+    rows = [
+        RelationRow("auth", "pg", f"P_{i:03d}", chunk_ids=("c1",))
+        for i in range(40)
+        for _ in range(1 + (i < 5))  # P_000..P_004 twice: the most frequent of this write
+    ]
+    writer.upsert_relations(rows)
+    stored = _stored(clean_graph)
+    typed = sorted(p for p, t in stored.items() if t == p)
+    # The cap (3) allows two more promotions after STORES_DATA_IN; ties break by name.
+    assert typed == ["OWNED_BY", "P_000", "P_001", "STORES_DATA_IN"]
+    assert all(stored[f"P_{i:03d}"] == "RELATED" for i in range(2, 40))
+    assert len(_types(clean_graph)) <= 4 + 4  # PART_OF, NEXT, MENTIONS + typed + RELATED
+    # A later write keeps each predicate's storage (no flapping between types).
+    writer.upsert_relations([RelationRow("pg", "auth", "P_039", chunk_ids=("c2",))] * 5)
+    assert _stored(clean_graph)["P_039"] == "RELATED"
+
+
+def test_unicode_predicates_are_real_types(writer: GraphWriter, clean_graph: Driver) -> None:
+    seed(writer)
     writer.upsert_relations([RelationRow("auth", "pg", "ЗАВИСИТ_ОТ", chunk_ids=("c1",))])
-    types = {
-        r["t"]
-        for r in clean_graph.execute_query(
-            "CALL db.relationshipTypes() YIELD relationshipType AS t"
-        ).records
-    }
-    assert "ЗАВИСИТ_ОТ" in types
+    assert "ЗАВИСИТ_ОТ" in _types(clean_graph)
+
+
+def test_lists_the_writer_grows_are_bounded(
+    clean_graph: Driver, settings: Settings
+) -> None:
+    writer = GraphWriter(
+        clean_graph,
+        settings.neo4j.database,
+        bounds=Bounds(max_aliases=5, max_alias_chars=20, max_chunk_ids=3),
+    )
+    aliases = tuple(f"alias {i}" for i in range(20_000)) + ("x" * 100_000,)
+    writer.upsert_entities([EntityRow("a", "A", "T", aliases=aliases), EntityRow("b", "B", "T")])
+    writer.upsert_entities([EntityRow("a", "A", "T", aliases=("late one",))])
+    for i in range(10):
+        writer.upsert_relations([RelationRow("a", "b", "USES", chunk_ids=(f"c{i}", f"d{i}"))])
+    stored = clean_graph.execute_query(
+        "MATCH (a:Entity {id:'a'})-[r]->() RETURN a.aliases AS aliases, r.chunk_ids AS ids"
+    ).records[0]
+    assert stored["aliases"] == [f"alias {i}" for i in range(5)]
+    assert stored["ids"] == ["c0", "d0", "c1"]
 
 
 def test_removing_a_document_keeps_what_others_support(

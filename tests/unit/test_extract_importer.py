@@ -120,31 +120,63 @@ def test_malformed_lines_reported_with_line_numbers(tmp_path: Path) -> None:
         RUSSIAN,  # 15
     )
     result = read_triplets(path)
-    assert [d.title for d in result.documents] == ["ADR 7", "Платформа"]
+    # Lines that are not documents are skipped with their line numbers ...
     errors = dict(result.errors)
-    assert sorted(errors) == [2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14]
+    assert sorted(errors) == [2, 3, 9, 10]
     assert errors[2].startswith("invalid JSON")
     assert errors[3] == "title: Field required"
-    assert "triplets.0.valid_from" in errors[4]
-    assert "ISO date" in errors[4]
-    assert errors[5].startswith("triplets.0.weight")
-    assert errors[6].startswith("triplets.0.weight")
-    assert errors[7] == "triplets.0.predicate: Field required"
-    assert "no usable letters" in errors[8]
     assert errors[9] == "expected a JSON object"
     assert errors[10] == "not valid UTF-8"
-    assert "subjet" in errors[12]
-    assert errors[13] == "triplets.0.subject: must not be empty"
-    assert "before valid_from" in errors[14]
+    # ... while a bad triplet drops alone: its document, text and other facts still load.
+    by_line = {d.line: d for d in result.documents}
+    assert sorted(by_line) == [1, 4, 5, 6, 7, 8, 12, 13, 14, 15]
+    assert by_line[15].title == "Платформа"
+    reasons = {n: [(x.where(), x.reason) for x in d.dropped] for n, d in by_line.items()}
+    assert reasons[1] == [] and reasons[15] == []
+    for n in (4, 5, 6, 7, 8, 12, 13, 14):
+        assert [w for w, _ in reasons[n]] == ["triplets[0]"], n
+        assert by_line[n].text == "x" and by_line[n].result.relations == []
+    assert "valid_from" in reasons[4][0][1] and "ISO date" in reasons[4][0][1]
+    assert reasons[5][0][1].startswith("weight")
+    assert reasons[6][0][1].startswith("weight")
+    assert reasons[7][0][1] == "predicate: Field required"
+    assert "no usable letters" in reasons[8][0][1]
+    assert "subjet" in reasons[12][0][1]
+    assert reasons[13][0][1] == "subject: must not be empty"
+    assert "before valid_from" in reasons[14][0][1]
+
+
+def test_bad_triplet_among_good_ones_drops_alone(tmp_path: Path) -> None:
+    good = {"subject": "Auth", "predicate": "uses", "object": "Postgres"}
+    long_name = "x" * 400
+    path = _write(
+        tmp_path,
+        _line(
+            title="t",
+            text="Auth uses Postgres.",
+            entities=[{"name": long_name}, {"name": "Auth", "aliases": ["auth-svc"]}],
+            triplets=[good, good | {"object": long_name}, good | {"predicate": "calls"}],
+        ),
+    )
+    doc = read_triplets(path).documents[0]
+    assert [(r.source, r.predicate, r.target) for r in doc.result.relations] == [
+        ("Auth", "USES", "Postgres"),
+        ("Auth", "CALLS", "Postgres"),
+    ]
+    assert [(x.where(), "longer than 300" in x.reason) for x in doc.dropped] == [
+        ("entities[0]", True),
+        ("triplets[1]", True),
+    ]
 
 
 def test_ontology_applies_to_imports(tmp_path: Path) -> None:
     ontology = Ontology.build(["Service", "Entity"], ["DEPENDS_ON"])
     path = _write(tmp_path, GOOD)
     result = read_triplets(path, ontology=ontology)
-    assert result.documents == []
-    assert "predicate 'OWNED_BY' is not allowed" in result.errors[0][1]
-    assert result.errors[0][1].startswith("triplets.1.predicate")
+    [doc] = result.documents
+    [dropped] = doc.dropped
+    assert dropped.where() == "triplets[1]"
+    assert "predicate 'OWNED_BY' is not allowed" in dropped.reason
 
 
 def test_bom_first_line_and_unreadable_file(tmp_path: Path) -> None:
@@ -185,6 +217,9 @@ def test_bad_entity_declaration_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text(_line(title="x", text="y", entities=[{"name": " "}]) + "\n")
     result = read_triplets(path)
-    assert result.documents == []
-    assert result.errors[0][0] == 1
-    assert "entities.0.name" in result.errors[0][1]
+    assert result.errors == []
+    [doc] = result.documents
+    assert doc.text == "y"
+    assert [(x.where(), x.reason) for x in doc.dropped] == [
+        ("entities[0]", "name: must not be empty")
+    ]
