@@ -8,7 +8,10 @@ from rich.console import Console
 from kg.graph.server import LocalNeo4j
 from kg.settings import Settings
 
-app = App(name="neo4j", help="Run a local Neo4j Community server from Maven Central jars.")
+app = App(
+    name="neo4j",
+    help="Run a local Neo4j Community server from Maven Central jars (no Docker, no Maven).",
+)
 console = Console()
 
 
@@ -16,7 +19,8 @@ console = Console()
 def start() -> int:
     """Start Neo4j (fetches its jars once), wait until Bolt and HTTP answer."""
     server = LocalNeo4j(Settings())
-    with console.status("starting Neo4j (the first run fetches ~150 MB of jars)..."):
+    server.ensure_jars()  # the first run fetches ~150 MB of jars, with a progress bar
+    with console.status("starting Neo4j..."):
         status = server.start()
     console.print(f"Neo4j {status.describe()}")
     console.print(f"Open Neo4j Browser at [link={status.browser_url}]{status.browser_url}[/link]")

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -23,6 +23,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from kg.errors import ConfigError
+
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
 
@@ -30,11 +32,58 @@ BROWSER_VERSION = "5.24.0"
 class Neo4jSettings(BaseModel):
     """How to reach the graph."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     uri: str = "bolt://127.0.0.1:7687"
     username: str = "neo4j"
-    password: SecretStr = SecretStr("kg-local-password")
+    configured_password: SecretStr | None = Field(
+        None,
+        alias="password",
+        description="Unset: the password the local server generated, read from `password_file`.",
+    )
+    password_file: Path | None = Field(
+        None,
+        description="Where an unset password is read from. Unset: the local server's "
+        "`<KG_SERVER__HOME>/password` (mode 0600, written on its first start).",
+    )
     database: str = "neo4j"
     connection_timeout_s: float = Field(5.0, gt=0)
+
+    @field_validator("configured_password", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        if value == "" or (isinstance(value, SecretStr) and not value.get_secret_value()):
+            return None
+        return value
+
+    @property
+    def password(self) -> SecretStr:
+        """The password kg uses: the configured one, else the local server's password file.
+
+        Read when asked, not when settings are built: the local server writes the file on its
+        first start, which may come after the settings were read.
+        """
+        if self.configured_password is not None:
+            return self.configured_password
+        path = self.password_file or LocalServerSettings().password_file
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            text = ""
+        except OSError as exc:
+            raise ConfigError(f"cannot read the Neo4j password file {path}: {exc}") from exc
+        if not text:
+            raise ConfigError(
+                f"no Neo4j password: KG_NEO4J__PASSWORD (or NEO4J_PASSWORD) is unset and "
+                f"{path} is missing or empty. Start the local server once with `kg neo4j start` "
+                "(it writes a random password there), or set the password of the Neo4j you use. "
+                "A server home made by an older kg used the password `kg-local-password`."
+            )
+        return SecretStr(text)
+
+    @password.setter
+    def password(self, value: SecretStr | str | None) -> None:
+        self.configured_password = SecretStr(value) if isinstance(value, str) else value
 
 
 class LocalServerSettings(BaseModel):
@@ -54,6 +103,11 @@ class LocalServerSettings(BaseModel):
     pagecache: str = "512m"
     transaction_timeout: str = "30s"
     start_timeout_s: float = Field(120.0, gt=0)
+
+    @property
+    def password_file(self) -> Path:
+        """Where the server keeps the password it generated on first start (mode 0600)."""
+        return self.home / "password"
 
 
 class ExtractSettings(BaseModel):
@@ -208,6 +262,13 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _local_password_file(self) -> Settings:
+        """An unset password is read from this configuration's local server home."""
+        if self.neo4j.password_file is None:
+            self.neo4j.password_file = self.server.password_file
+        return self
 
     @classmethod
     def settings_customise_sources(

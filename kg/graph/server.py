@@ -1,15 +1,23 @@
 """A local Neo4j Community server without Docker: jars from Maven Central, run with ``java -cp``.
 
-Why: tests and the local default need a real Neo4j on machines with no Docker engine. Maven
-resolves ``org.neo4j:neo4j`` (server, Bolt, HTTP) and ``org.neo4j.client:neo4j-browser`` into a
-cache outside the repository; the server's data lives in a project-local folder
-(``settings.server.home``) that survives restarts.
+Why: tests and the local default need a real Neo4j on machines with no Docker engine, and Python
+should be the only prerequisite. The jars listed in ``neo4j-server/jars.lock`` (``org.neo4j:neo4j``
+with Bolt and HTTP, and ``org.neo4j.client:neo4j-browser``) are fetched and checked by
+:mod:`kg.graph.jars` into a cache outside the repository (Maven only when the lock is missing);
+:mod:`kg.graph.java` picks the Java. The server's data lives in a project-local folder
+(``settings.server.home``, mode 0700) that survives restarts.
+
+Secrets: on first start the server gets a random password (unless one is configured), kept in
+``<home>/password`` with mode 0600; it reaches Neo4j's admin tool through a 0600 picocli
+``@argfile``, never on a command line. The HTTP port answers cross-origin requests only for its
+own origin.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -23,7 +31,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kg.errors import ServerError
+from kg.errors import ConfigError, ServerError
+from kg.graph.jars import (
+    DownloadProgress,
+    JarLock,
+    RichDownloadBar,
+    fetch_jars,
+    jars_present,
+    maven_repository,
+    read_lock,
+)
+from kg.graph.java import JavaRuntime, find_java
 from kg.paths import server_pom
 from kg.settings import LocalServerSettings, Settings
 
@@ -50,6 +68,10 @@ JVM_FLAGS = (
 )
 
 
+#: The server home's folders; all of them, and the home itself, are private (0700).
+HOME_DIRS = ("conf", "data", "logs", "run", "plugins", "import")
+
+
 @dataclass(frozen=True)
 class ServerStatus:
     running: bool
@@ -59,14 +81,25 @@ class ServerStatus:
     bolt_answers: bool
     http_answers: bool
     home: Path
+    java: str = ""  # which Java it runs on (or would), and where that Java came from
+    password_file: Path | None = None  # None when the password is configured instead
 
     def describe(self) -> str:
         if not self.running:
-            return f"stopped (home {self.home})"
-        parts = [f"running, pid {self.pid}", f"Bolt {self.bolt_uri}"]
-        parts.append("answers" if self.bolt_answers else "not answering")
-        parts.append(f"Browser {self.browser_url}")
-        return ", ".join(parts)
+            head = f"stopped (home {self.home})"
+        else:
+            parts = [f"running, pid {self.pid}", f"Bolt {self.bolt_uri}"]
+            parts.append("answers" if self.bolt_answers else "not answering")
+            parts.append(f"Browser {self.browser_url}")
+            head = ", ".join(parts)
+        lines = [head]
+        if self.java:
+            lines.append(f"  java: {self.java}")
+        if self.password_file is None:
+            lines.append("  password: configured (KG_NEO4J__PASSWORD or NEO4J_PASSWORD)")
+        else:
+            lines.append(f"  password: in {self.password_file} (user neo4j; `cat` it for Browser)")
+        return "\n".join(lines)
 
 
 class LocalNeo4j:
@@ -100,15 +133,59 @@ class LocalNeo4j:
     def browser_url(self) -> str:
         return f"http://127.0.0.1:{self._server.http_port}/browser/"
 
+    @property
+    def password_file(self) -> Path:
+        """Where the generated password is kept (and read from): mode 0600."""
+        path = self._settings.neo4j.password_file or self._server.password_file
+        return path.expanduser().resolve()
+
+    @property
+    def java_record(self) -> Path:
+        return self.home / "run" / "java"
+
     # -- jars --------------------------------------------------------------------------------
 
-    def ensure_jars(self) -> Path:
-        """Resolve the server's jars once; later calls reuse the cache."""
+    def ensure_jars(self, progress: DownloadProgress | None = None) -> Path:
+        """Fetch the server's jars once (verified against the lock); later calls reuse them.
+
+        Without a lock for the configured versions, Maven resolves them instead.
+        """
         marker = self.lib_dir / ".complete"
+        lock = self._jar_lock()
+        if lock is None:
+            return self._ensure_jars_with_maven(marker)
+        if marker.exists() and jars_present(lock, self.lib_dir):
+            return self.lib_dir
+        marker.unlink(missing_ok=True)
+        fetch_jars(
+            lock,
+            self.lib_dir,
+            repository=maven_repository(),
+            progress=progress if progress is not None else RichDownloadBar(),
+        )
+        marker.write_text(self._server.version)
+        return self.lib_dir
+
+    def _jar_lock(self) -> JarLock | None:
+        lock = read_lock()
+        if lock is None:
+            return None
+        if (lock.neo4j_version, lock.browser_version) != (
+            self._server.version,
+            self._server.browser_version,
+        ):
+            return None
+        return lock
+
+    def _ensure_jars_with_maven(self, marker: Path) -> Path:
         if marker.exists():
             return self.lib_dir
         mvn = _require_tool(
-            "mvn", "Maven is needed once to fetch Neo4j's jars (apt-get install maven)."
+            "mvn",
+            f"kg's jar lock does not cover Neo4j {self._server.version} with Browser "
+            f"{self._server.browser_version}, so Maven is needed once to fetch those jars "
+            "(or use the versions kg ships a lock for: unset KG_SERVER__VERSION and "
+            "KG_SERVER__BROWSER_VERSION).",
         )
         staging = self.lib_dir.with_name(f"lib.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
@@ -134,6 +211,7 @@ class LocalNeo4j:
 
     def status(self) -> ServerStatus:
         pid = self._live_pid()
+        configured = self._settings.neo4j.configured_password is not None
         return ServerStatus(
             running=pid is not None,
             pid=pid,
@@ -142,15 +220,26 @@ class LocalNeo4j:
             bolt_answers=pid is not None and _port_open(self._server.bolt_port),
             http_answers=pid is not None and _http_ok(self._server.http_port),
             home=self.home,
+            java=self._java_description(running=pid is not None),
+            password_file=None if configured else self.password_file,
         )
+
+    def _java_description(self, *, running: bool) -> str:
+        if running:
+            with contextlib.suppress(OSError):
+                return self.java_record.read_text(encoding="utf-8").strip()
+            return "unknown (started by an older kg)"
+        try:
+            return f"would run on {find_java().describe()}"
+        except ServerError as exc:
+            return str(exc)
 
     def start(self, *, wait: bool = True) -> ServerStatus:
         """Start the server (idempotent: an already running one is left alone)."""
         if self._live_pid() is not None:
             return self.status()
-        java = _require_tool(
-            "java", "Java 17 is needed to run Neo4j 5.26 (apt-get install openjdk-17-jre-headless)."
-        )
+        runtime = find_java()
+        java = str(runtime.java)
         for port in (self._server.bolt_port, self._server.http_port):
             if _port_open(port):
                 raise ServerError(
@@ -158,10 +247,10 @@ class LocalNeo4j:
                     "stop it or set KG_SERVER__BOLT_PORT / KG_SERVER__HTTP_PORT"
                 )
         lib = self.ensure_jars()
+        self._make_home()
         conf_dir = self._write_config()
-        self._set_initial_password(java, lib, conf_dir)
-        self.console_log.parent.mkdir(parents=True, exist_ok=True)
-        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self._set_initial_password(java, lib)
+        self._record_java(runtime)
         heap = self._server.heap
         cmd = [
             java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
@@ -208,11 +297,20 @@ class LocalNeo4j:
         env["NEO4J_CONF"] = str(self.home / "conf")
         return env
 
+    def _make_home(self) -> None:
+        """The home and its folders, private to this user (also tightens an older home)."""
+        for path in (self.home, *(self.home / sub for sub in HOME_DIRS)):
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.chmod(0o700)
+        if self.password_file.exists():
+            self.password_file.chmod(0o600)
+
+    def _record_java(self, runtime: JavaRuntime) -> None:
+        _write_private(self.java_record, runtime.describe() + "\n")
+
     def _write_config(self) -> Path:
         s = self._server
         conf_dir = self.home / "conf"
-        for sub in ("conf", "data", "logs", "run", "plugins", "import"):
-            (self.home / sub).mkdir(parents=True, exist_ok=True)
         lines = [
             "# Written by `kg neo4j start`; edit kg settings instead of this file.",
             "server.default_listen_address=127.0.0.1",
@@ -223,6 +321,9 @@ class LocalNeo4j:
             f"server.http.advertised_address=127.0.0.1:{s.http_port}",
             "server.https.enabled=false",
             "dbms.security.auth_enabled=true",
+            # Web pages from other origins must not drive the HTTP API (default `*`); Browser
+            # is served from this origin and talks Bolt, so it needs no cross-origin grant.
+            f"dbms.security.http_access_control_allow_origin=http://127.0.0.1:{s.http_port}",
             f"db.transaction.timeout={s.transaction_timeout}",
             f"server.memory.heap.initial_size={s.heap}",
             f"server.memory.heap.max_size={s.heap}",
@@ -236,22 +337,63 @@ class LocalNeo4j:
             "dbms.usage_report.enabled=false",
             "",
         ]
-        (conf_dir / "neo4j.conf").write_text("\n".join(lines))
+        _write_private(conf_dir / "neo4j.conf", "\n".join(lines))
         return conf_dir
 
-    def _set_initial_password(self, java: str, lib: Path, conf_dir: Path) -> None:
-        """Before the first start only: Neo4j ignores it once the system database exists."""
+    def _set_initial_password(self, java: str, lib: Path) -> None:
+        """Before the first start only: Neo4j ignores it once the system database exists.
+
+        The admin tool takes the password only as an argument, so it gets a picocli
+        ``@argfile`` (mode 0600, deleted right after): ``ps`` shows the file's name only.
+        """
         if (self.home / "data" / "databases" / "system").exists():
             return
-        password = self._settings.neo4j.password.get_secret_value()
-        cmd = [java, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", password]
-        proc = subprocess.run(  # noqa: S603
-            cmd, capture_output=True, text=True, env=self._java_env(), check=False
-        )
+        password = self._initial_password()
+        fd, name = tempfile.mkstemp(prefix="initial-password-", dir=self.home / "run")
+        argfile = Path(name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(_argfile_quote(password) + "\n")
+            proc = subprocess.run(  # noqa: S603
+                self.admin_command(java, lib, argfile),
+                capture_output=True,
+                text=True,
+                env=self._java_env(),
+                check=False,
+            )
+        finally:
+            argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
-            # Never echo the command: it carries the password.
             detail = _tail_text((proc.stdout + proc.stderr).splitlines(), 10)
             raise ServerError(f"could not set the initial Neo4j password:\n{detail}")
+
+    @staticmethod
+    def admin_command(java: str, lib: Path, argfile: Path) -> list[str]:
+        """``neo4j-admin dbms set-initial-password`` reading its argument from ``argfile``."""
+        return [
+            java, "-Dfile.encoding=UTF-8", "-cp", f"{lib}/*", ADMIN_TOOL,
+            "dbms", "set-initial-password", f"@{argfile}",
+        ]  # fmt: skip
+
+    def _initial_password(self) -> str:
+        """The configured password, else the one in the password file, else a new random one."""
+        configured = self._settings.neo4j.configured_password
+        if configured is not None:
+            password = configured.get_secret_value()
+            if password.startswith("@") or any(c in password for c in "\r\n\x00"):
+                raise ConfigError(
+                    "the local Neo4j cannot take a password that starts with `@` or holds a "
+                    "line break; choose another KG_NEO4J__PASSWORD"
+                )
+            return password
+        path = self.password_file
+        with contextlib.suppress(FileNotFoundError):
+            existing = path.read_text(encoding="utf-8").strip()
+            if existing:
+                return existing
+        password = secrets.token_urlsafe(24)
+        _write_private(path, password + "\n")
+        return password
 
     def _wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + self._server.start_timeout_s
@@ -331,6 +473,24 @@ def _tail_text(lines: list[str], n: int) -> str:
     return "\n".join(lines[-n:])
 
 
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` readable by this user only (0600), replacing the file atomically."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _argfile_quote(value: str) -> str:
+    """One argument for a picocli ``@argfile``: quoted, so spaces, quotes and ``#`` survive."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def free_port() -> int:
     """A TCP port that was free a moment ago (for tests and throwaway servers)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -340,16 +500,18 @@ def free_port() -> int:
 
 @contextmanager
 def throwaway_server(
-    *, password: str, heap: str = "1g", pagecache: str = "512m", **server: object
+    *, password: str | None = None, heap: str = "1g", pagecache: str = "512m", **server: object
 ) -> Iterator[Settings]:
     """A local Neo4j on free ports in a temporary home, deleted on exit (tests, benchmarks).
 
     Yields settings whose ``neo4j.uri`` points at it; extra keyword arguments go to the
-    ``server`` section (e.g. ``transaction_timeout``).
+    ``server`` section (e.g. ``transaction_timeout``). Without ``password`` the server makes
+    its own, and the settings read it from the home's password file.
     """
     home = Path(tempfile.mkdtemp(prefix="kg-neo4j-"))
+    given = {"password": password} if password is not None else {}
     settings = Settings(
-        neo4j={"password": password},
+        neo4j=given,
         server={"home": home, "bolt_port": free_port(), "http_port": free_port(),
                 "heap": heap, "pagecache": pagecache, **server},
     )  # fmt: skip
