@@ -20,7 +20,9 @@ with the `KG_` prefix and `__` between section and field, and from a `.env` file
 directory. Lists and maps take JSON (`KG_SEARCH__TYPE_WEIGHTS='{"DEPENDS_ON": 0.9}'`);
 `KG_API__API_KEYS` also takes a comma-separated list. The Neo4j connection also honours
 `NEO4J_URI`, `NEO4J_USERNAME`, `NEO4J_PASSWORD` and `NEO4J_DATABASE`; the `KG_` names win when
-both are set. Secrets are `SecretStr`: printed as `**********`, never logged.
+both are set. Secrets are `SecretStr`: printed as `**********`, never logged. With no Neo4j
+password configured, kg reads the one the local server generated on its first start from
+`.kg/neo4j/password` (mode 0600; `kg neo4j status` says where).
 
 This page is generated from `kg/settings.py` by `scripts/config_docs.py`; a test keeps it current.
 """
@@ -50,7 +52,8 @@ def render() -> str:
         parts.append(f"\n## {section}: {doc}\n\n| Variable | Default | Notes |\n|---|---|---|")
         for name, field in model.model_fields.items():
             note = (field.description or "").replace("|", "\\|")
-            parts.append(f"| `KG_{section.upper()}__{name.upper()}` | {_default(field)} | {note} |")
+            env = (field.alias or name).upper()  # the name the environment uses
+            parts.append(f"| `KG_{section.upper()}__{env}` | {_default(field)} | {note} |")
     return "\n".join(parts) + "\n"
 
 
