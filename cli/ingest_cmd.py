@@ -31,6 +31,14 @@ def ingest(
         list[str] | None, Parameter(help="Glob of files to leave out (repeatable).")
     ] = None,
     prune: Annotated[bool, Parameter(help="Remove documents no longer in the folder.")] = False,
+    follow_symlinks: Annotated[
+        bool,
+        Parameter(
+            help="Also read files that symlinks lead to outside the folder (by default they "
+            "are skipped and reported).",
+            negative=(),
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, Parameter(help="Estimate LLM calls and tokens; write nothing.")
     ] = False,
@@ -71,6 +79,8 @@ def ingest(
                     prune=prune,
                     dry_run=dry_run,
                     progress=progress,
+                    # passed only when asked, so the default call never depends on it
+                    **({"follow_symlinks": True} if follow_symlinks else {}),
                 )
     except (Neo4jError, DriverError) as exc:
         raise StoreError(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 from cyclopts import App
 from rich.console import Console
 
+from cli.output import print_crash, print_error, setup_logging
 from kg.errors import KGError
 
 app = App(
@@ -23,18 +25,32 @@ app.command("cli.example_cmd:example", name="example")
 
 
 def main() -> None:
-    """Console entry point: kg errors become one clear line and exit code 1, never a traceback."""
+    """Console entry point: kg errors become one clear line and exit code 1, never a traceback.
+
+    Every exit is scrubbed of secrets (cli/output.py), and everything kg creates is private
+    to the user who runs it (umask 077: the .kg/ state, caches, the local server's files).
+    """
+    os.umask(0o077)
+    setup_logging()
     # kg reports failed chunks itself (summary, exit code 2); instructor would also log each
     # failed HTTP attempt at ERROR, even ones a retry then fixed.
     logging.getLogger("instructor").setLevel(logging.CRITICAL)
     try:
         result = app(result_action="return_value")
     except KGError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        print_error(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         Console(stderr=True).print("[yellow]interrupted[/]")
         sys.exit(130)
+    except Exception as exc:
+        from neo4j.exceptions import DriverError, Neo4jError  # lazily: `kg --help` stays fast
+
+        if isinstance(exc, Neo4jError | DriverError):  # the driver's own, e.g. a malformed URI
+            print_error(f"Neo4j: {type(exc).__name__}: {exc}")
+        else:  # a bug: its traceback, scrubbed
+            print_crash(exc)
+        sys.exit(1)
     if isinstance(result, int) and not isinstance(result, bool):
         sys.exit(result)
 

@@ -6,6 +6,7 @@ KGError
 ├── StoreError           Neo4j refused or failed a write/read
 │   └── StoreUnavailable Neo4j does not answer
 │       └── Overloaded   every query slot stayed busy past the queue timeout
+│           └── ClientBusy   one client holds its share of the slots (per-client cap)
 ├── ExtractionError      the LLM could not produce a valid extraction
 │   └── BudgetExceeded   the call/token ceiling for this run was reached
 ├── ResolutionError      entity resolution failed
@@ -67,3 +68,7 @@ class QueryRejected(KGError):
 
 class QueryTimeout(KGError):
     pass
+
+
+class ClientBusy(Overloaded):
+    """One client already holds its share of the query slots; the others keep theirs."""

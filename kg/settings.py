@@ -210,8 +210,56 @@ class ApiSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
-    require_auth: bool | None = Field(None, description="Default: on when host is not loopback.")
+    require_auth: bool | None = Field(
+        None,
+        description="Default: on when keys are configured, when host is not loopback, and for "
+        "every connection that does not arrive on a loopback address.",
+    )
     max_body_bytes: int = Field(1_048_576 * 2, ge=1024)
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host header names accepted besides localhost, 127.0.0.1 and [::1] while "
+        "auth is off (DNS-rebinding guard).",
+    )
+    body_timeout_s: float = Field(
+        10.0, gt=0, le=600, description="Longest time a client may take to send a request body."
+    )
+    header_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="`kg serve`: longest time a client may take to send a request's headers.",
+    )
+    max_connections: int = Field(
+        1000, ge=1, description="`kg serve`: open connections beyond this are closed at once."
+    )
+    max_queries_per_client: int | None = Field(
+        None,
+        ge=1,
+        description="Query slots one client (API key, else address) may hold at once. "
+        "Default: three quarters of KG_SEARCH__MAX_CONCURRENT_QUERIES.",
+    )
+    heavy_query_slots: int | None = Field(
+        None,
+        ge=1,
+        description="Query slots expensive templates (paths_between beyond one hop, ...) may "
+        "hold at once. Default: a quarter of KG_SEARCH__MAX_CONCURRENT_QUERIES (at least 1).",
+    )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
+            return [h.strip() for h in value.split(",") if h.strip()]
+        return value
+
+    def query_slots_per_client(self, slots: int) -> int:
+        return self.max_queries_per_client or max(1, slots * 3 // 4)
+
+    def heavy_slots(self, slots: int) -> int:
+        return self.heavy_query_slots or max(1, slots // 4)
 
     @field_validator("api_keys", mode="before")
     @classmethod

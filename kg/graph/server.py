@@ -68,6 +68,9 @@ JVM_FLAGS = (
 )
 
 
+#: The fixed password older kg versions gave every local server; replaced on the next start.
+LEGACY_PASSWORD = "kg-local-password"  # noqa: S105 - a known-bad value we look for, not a secret
+
 #: The server home's folders; all of them, and the home itself, are private (0700).
 HOME_DIRS = ("conf", "data", "logs", "run", "plugins", "import")
 
@@ -249,6 +252,7 @@ class LocalNeo4j:
         lib = self.ensure_jars()
         self._make_home()
         conf_dir = self._write_config()
+        legacy = self._legacy_home()
         self._set_initial_password(java, lib)
         self._record_java(runtime)
         heap = self._server.heap
@@ -269,6 +273,8 @@ class LocalNeo4j:
         self.pid_file.write_text(str(proc.pid))
         if wait:
             self._wait_ready(proc)
+            if legacy:
+                self._replace_legacy_password()
         return self.status()
 
     def stop(self, *, timeout_s: float = 60.0) -> bool:
@@ -374,6 +380,46 @@ class LocalNeo4j:
             java, "-Dfile.encoding=UTF-8", "-cp", f"{lib}/*", ADMIN_TOOL,
             "dbms", "set-initial-password", f"@{argfile}",
         ]  # fmt: skip
+
+    def _legacy_home(self) -> bool:
+        """A home an older kg made: initialized, no password file, no password configured."""
+        return (
+            (self.home / "data" / "databases" / "system").exists()
+            and self._settings.neo4j.configured_password is None
+            and not self.password_file.exists()
+        )
+
+    def _replace_legacy_password(self) -> None:
+        """Swap the old fixed default for a random password kept in the password file.
+
+        The new password is written first, so a failure between the two steps can never lose
+        it; if the old default is refused (the user chose their own), the file is removed and
+        kg asks for the password instead.
+        """
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import AuthError
+
+        new = secrets.token_urlsafe(24)
+        _write_private(self.password_file, new + "\n")
+        changed = False
+        try:
+            with GraphDatabase.driver(self.bolt_uri, auth=("neo4j", LEGACY_PASSWORD)) as driver:
+                driver.execute_query(
+                    "ALTER CURRENT USER SET PASSWORD FROM $old TO $new",
+                    {"old": LEGACY_PASSWORD, "new": new},
+                    database_="system",
+                )
+            changed = True
+        except AuthError:
+            pass
+        except Exception as exc:
+            raise ServerError(
+                f"could not replace the old default password of the server in {self.home}: "
+                f"{type(exc).__name__}"
+            ) from exc
+        finally:
+            if not changed:
+                self.password_file.unlink(missing_ok=True)
 
     def _initial_password(self) -> str:
         """The configured password, else the one in the password file, else a new random one."""

@@ -27,7 +27,14 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError
 
 from kg.graph.driver import open_driver
-from kg.graph.server import ADMIN_TOOL, HOME_DIRS, LocalNeo4j, throwaway_server
+from kg.graph.server import (
+    ADMIN_TOOL,
+    HOME_DIRS,
+    LEGACY_PASSWORD,
+    LocalNeo4j,
+    free_port,
+    throwaway_server,
+)
 from kg.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,9 +144,9 @@ def test_the_server_home_is_private(started: Started) -> None:
 
 def test_the_password_never_appears_on_a_command_line(started: Started) -> None:
     password = started.settings.neo4j.password.get_secret_value().encode()
-    admin = [c for c in started.command_lines if ADMIN_TOOL.encode() in c]
-    assert admin, "the admin tool ran but the /proc watch never saw it"
-    assert all(b"@" + bytes(started.local.home / "run") in c for c in admin)
+    argfile = b"@" + bytes(started.local.home / "run")
+    ours = [c for c in started.command_lines if ADMIN_TOOL.encode() in c and argfile in c]
+    assert ours, "the admin tool ran but the /proc watch never saw it"
     assert not [c for c in started.command_lines if password in c]
 
 
@@ -191,3 +198,37 @@ def test_status_says_which_java_and_where_the_password_is(started: Started) -> N
     assert "running" in out
     assert "Java21fromjdk4py" in out
     assert f"password:in{server.home / 'password'}" in out
+
+
+@pytest.mark.slow
+def test_a_home_left_with_the_old_default_password_gets_a_random_one(tmp_path: Path) -> None:
+    """An older kg gave every server `kg-local-password`; the next start replaces it."""
+    server = {
+        "home": tmp_path / "home",
+        "bolt_port": free_port(),
+        "http_port": free_port(),
+        "heap": "512m",
+        "pagecache": "128m",
+    }
+    old = Settings(neo4j={"password": LEGACY_PASSWORD}, server=server)
+    LocalNeo4j(old).start()
+    LocalNeo4j(old).stop()
+    assert not (tmp_path / "home" / "password").exists()
+    now = Settings(server=server)
+    now.neo4j.password_file = tmp_path / "home" / "password"
+    local = LocalNeo4j(now)
+    try:
+        status = local.start()
+        assert status.password_file == tmp_path / "home" / "password"
+        assert (tmp_path / "home" / "password").stat().st_mode & 0o777 == 0o600
+        neo4j = now.neo4j.model_copy(update={"uri": status.bolt_uri})
+        assert neo4j.password.get_secret_value() != LEGACY_PASSWORD
+        with open_driver(neo4j) as driver:
+            driver.verify_connectivity()
+        with (
+            GraphDatabase.driver(status.bolt_uri, auth=("neo4j", LEGACY_PASSWORD)) as stale,
+            pytest.raises(AuthError),
+        ):
+            stale.verify_connectivity()
+    finally:
+        local.stop()
