@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any, cast
 
 from litestar import Litestar
 from litestar.datastructures import State
@@ -11,26 +13,34 @@ from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme, Tag
+from neo4j.exceptions import DriverError
 
 import kg
-from api.auth import SECURITY_SCHEME, api_key_guard, check_auth_config
+from api import logs
+from api.auth import SECURITY_SCHEME, AccessPolicy, access_guard, check_auth_config
 from api.backend import Backend, ServiceFactory, default_service_factory
 from api.deps import provide_backend, provide_service
 from api.errors import exception_handler
+from api.middleware import EdgeMiddleware
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
+from kg.errors import ConfigError
 from kg.graph.driver import open_async_driver
+from kg.redact import scrub, settings_secrets
 from kg.settings import Settings
 
 SCHEMA_PATH = "/schema"
+
+logger = logging.getLogger("kg.api")
 
 _DESCRIPTION = """\
 Guarded, read-only search over a kg knowledge graph in Neo4j.
 
 Every route except `/health` and the pages under `/schema` needs `Authorization: Bearer <key>`
-when authentication is on (by default whenever the server binds beyond loopback).
+when authentication is on (by default: when keys are configured, and for every request that
+does not arrive on a loopback address). POST bodies must be `application/json`.
 Errors are JSON: `{status_code, error, detail, errors: [{field, reason}]}`.
 """
 
@@ -70,11 +80,21 @@ def create_app(
     """
     settings = settings if settings is not None else Settings()
     auth_on = check_auth_config(settings.api)
+    policy = AccessPolicy.from_settings(settings.api)
     factory = service_factory or default_service_factory
+    secrets = settings_secrets(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        driver = open_async_driver(settings.neo4j)
+        logs.install(secrets)
+        _log_access_policy(policy)
+        try:
+            driver = open_async_driver(settings.neo4j)
+        except (ValueError, DriverError) as exc:  # a malformed URI, e.g. one holding a password
+            raise ConfigError(
+                f"cannot use KG_NEO4J__URI: {scrub(str(exc), secrets)}; put the user and "
+                "password in KG_NEO4J__USERNAME / KG_NEO4J__PASSWORD"
+            ) from None
         try:
             backend = Backend(driver, factory(driver, settings), settings)
             app.state.backend = backend
@@ -83,14 +103,13 @@ def create_app(
         finally:
             await driver.close()
 
-    guards = [api_key_guard(settings.api.api_keys, [SCHEMA_PATH])] if auth_on else []
-    return Litestar(
+    app = Litestar(
         route_handlers=[SearchController, EntityController, TemplateController, HealthController],
         dependencies={
             "service": Provide(provide_service),
             "backend": Provide(provide_backend),
         },
-        guards=guards,
+        guards=[access_guard(policy, [SCHEMA_PATH])],
         lifespan=[lifespan],
         state=State({"settings": settings, "auth": auth_on}),
         exception_handlers={Exception: exception_handler},
@@ -99,3 +118,21 @@ def create_app(
         logging_config=None,
         debug=False,
     )
+    # Outermost, before routing: Host check, body deadline, client identity (api/middleware.py)
+    edge = EdgeMiddleware(
+        cast("Any", app.asgi_handler), policy, body_timeout_s=settings.api.body_timeout_s
+    )
+    app.asgi_handler = cast("Any", edge)
+    return app
+
+
+def _log_access_policy(policy: AccessPolicy) -> None:
+    """Say once, at start-up, who will be served: the bound socket is not known yet."""
+    if policy.require_auth is False:
+        logger.warning("API auth is forced off (KG_API__REQUIRE_AUTH=false): anyone who can "
+                       "reach this server can search the graph")  # fmt: skip
+    elif not policy.keys:
+        logger.info(
+            "no API keys configured: only requests arriving on a loopback address are served; "
+            "set KG_API__API_KEYS to serve beyond this machine"
+        )

@@ -1,6 +1,21 @@
-"""Bearer API keys: on by default whenever the server listens beyond loopback.
+"""Who may call the API, decided per request from the socket the request arrived on.
 
-``ApiSettings.require_auth`` forces it on or off; ``None`` decides by ``ApiSettings.host``.
+``ApiSettings.require_auth`` forces keys on (``true``) or off (``false``). Unset, a key is
+required when keys are configured, when ``KG_API__HOST`` is not loopback, **and for every
+request that did not arrive on a loopback address** — the local end of the connection, ASGI
+``scope["server"]``, not a setting. So ``uvicorn --factory api.app:create_app --host 0.0.0.0``
+never serves the network without keys: a request from another machine arrives on a
+non-loopback address, and with no keys configured it is refused (403) rather than served.
+
+When a request needs no key (it came in over loopback and auth is off), two browser attacks
+remain, and both are closed here:
+
+- DNS rebinding: a web page whose name now resolves to 127.0.0.1 sends its own name as
+  ``Host``. Only loopback names (``localhost``, ``127.x.x.x``, ``[::1]``, with any port) and
+  ``KG_API__ALLOWED_HOSTS`` are accepted (421 otherwise; see api/middleware.py).
+- Cross-site POSTs: a page may send ``text/plain`` or a form to 127.0.0.1 without a CORS
+  preflight. JSON endpoints accept only ``application/json`` bodies (415), always.
+
 Keys are compared in constant time against *every* configured key, so timing reveals neither
 which key nearly matched nor how many there are. ``/health`` and the OpenAPI pages stay open:
 they carry no graph data, and orchestrators and humans need them without a key.
@@ -8,46 +23,78 @@ they carry no graph data, and orchestrators and humans need them without a key.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from litestar.connection import ASGIConnection
-from litestar.exceptions import NotAuthorizedException
+from litestar.exceptions import HTTPException, NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
+from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 from litestar.types import Guard
 from pydantic import SecretStr
 
 from kg.errors import ConfigError
 from kg.settings import ApiSettings
 
+logger = logging.getLogger("kg.api")
+
 #: Route handlers with ``opt={PUBLIC: True}`` skip the key check.
 PUBLIC = "public"
 WWW_AUTHENTICATE = 'Bearer realm="kg"'
 SECURITY_SCHEME = "BearerAuth"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 def is_loopback(host: str) -> bool:
     """``127.0.0.1``, ``::1`` and ``localhost`` are loopback; ``0.0.0.0`` and names are not."""
-    if host.strip().lower() == "localhost":
+    host = host.strip().lower()
+    if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback  # ::ffff:127.0.0.1
+    return address.is_loopback
+
+
+def arrived_on_loopback(server: Any) -> bool:
+    """Whether the connection's local end (ASGI ``scope["server"]``) is loopback.
+
+    A Unix socket (``(path, None)``) is local too; an unknown local end is not.
+    """
+    if not isinstance(server, tuple | list) or not server:
+        return False
+    host = server[0]
+    if not isinstance(host, str):
+        return False
+    if len(server) > 1 and server[1] is None:
+        return True  # a Unix domain socket: only this machine can reach it
+    return is_loopback(host)
 
 
 def auth_required(api: ApiSettings) -> bool:
-    """Forced by ``require_auth`` when set, else on for any non-loopback bind address."""
+    """What the settings alone demand (before any socket is known): forced by
+    ``require_auth``, else on when keys are configured or the host is not loopback."""
     if api.require_auth is not None:
         return api.require_auth
-    return not is_loopback(api.host)
+    return has_keys(api.api_keys) or not is_loopback(api.host)
+
+
+def has_keys(keys: Sequence[SecretStr]) -> bool:
+    return any(k.get_secret_value() for k in keys)
 
 
 def check_auth_config(api: ApiSettings) -> bool:
-    """Whether auth is on; refuses (ConfigError) to run with auth on and no usable keys."""
+    """Whether the settings turn auth on; refuses (ConfigError) auth on without usable keys."""
     required = auth_required(api)
-    if required and not [k for k in api.api_keys if k.get_secret_value()]:
+    if required and not has_keys(api.api_keys):
         why = (
             "KG_API__REQUIRE_AUTH is true"
             if api.require_auth
@@ -58,6 +105,86 @@ def check_auth_config(api: ApiSettings) -> bool:
             "set KG_API__API_KEYS (comma-separated) or bind to 127.0.0.1"
         )
     return required
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one request needs: a key or not; ``refusal`` says why it cannot be served."""
+
+    key_required: bool
+    local: bool
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """The per-request decision, from the settings and the connection's local address."""
+
+    keys: tuple[SecretStr, ...]
+    require_auth: bool | None = None
+    host: str = "127.0.0.1"
+    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_settings(cls, api: ApiSettings) -> AccessPolicy:
+        return cls(
+            keys=tuple(k for k in api.api_keys if k.get_secret_value()),
+            require_auth=api.require_auth,
+            host=api.host,
+            allowed_hosts=frozenset(h.strip().lower() for h in api.allowed_hosts if h.strip()),
+        )
+
+    def decide(self, server: Any) -> Access:
+        local = arrived_on_loopback(server)
+        if self.require_auth is not None:
+            required = self.require_auth
+        else:
+            required = bool(self.keys) or not is_loopback(self.host) or not local
+        refusal = None
+        if required and not self.keys:
+            where = server[0] if isinstance(server, tuple | list) and server else "unknown"
+            refusal = (
+                f"this API is reachable on {where}, which is not loopback, and no API keys "
+                "are configured, so it serves no one there: set KG_API__API_KEYS, or bind it "
+                "to 127.0.0.1"
+            )
+        return Access(key_required=required, local=local, refusal=refusal)
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        """Whether a ``Host`` value names this machine's loopback (or an allowed name)."""
+        if host_header is None or not host_header.strip():
+            return True  # HTTP/1.0 without Host: not a browser, so not a rebinding page
+        name = host_name(host_header)
+        if name is None:
+            return False
+        return is_loopback(name) or name in self.allowed_hosts
+
+    def client_id(self, access: Access, authorization: str | None, client: Any) -> str:
+        """Whom admission control counts this request against: the key's digest when a key
+        is required (invalid keys are refused before any query), else the client address."""
+        if access.key_required:
+            token = bearer_token(authorization)
+            if token is not None:
+                return "key:" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
+        if isinstance(client, tuple | list) and client:
+            return f"addr:{client[0]}"
+        return "addr:unknown"
+
+
+def host_name(value: str) -> str | None:
+    """The name in a ``Host`` header (``[::1]:8000`` -> ``::1``), or None when malformed."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, bracket, rest = value[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return name
+    name, colon, port = value.rpartition(":")
+    if not colon:
+        return value
+    if not port.isdigit() or ":" in name:
+        return None
+    return name
 
 
 def key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
@@ -80,10 +207,37 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
-def api_key_guard(keys: Sequence[SecretStr], open_prefixes: Sequence[str]) -> Guard:
-    """A Litestar guard admitting requests with a valid bearer key, public handlers, and the
-    OpenAPI pages under ``open_prefixes``."""
-    frozen = tuple(keys)
+def is_json_media_type(content_type: str | None) -> bool:
+    """``application/json`` or ``application/<x>+json``, parameters allowed."""
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+class _RefusalLog:
+    """Logs the first refusal only: a flood of refused requests is one line, not a flood."""
+
+    def __init__(self) -> None:
+        self.logged = False
+
+    def once(self, reason: str) -> None:
+        if not self.logged:
+            self.logged = True
+            logger.warning("refusing requests: %s", reason)
+
+
+def access_guard(policy: AccessPolicy, open_prefixes: Sequence[str]) -> Guard:
+    """A Litestar guard: runs after routing and before parameters are parsed, so an
+    unauthenticated caller learns nothing about parameters.
+
+    Public handlers and the OpenAPI pages under ``open_prefixes`` are always served. Others:
+    403 when a key is required but none is configured, 401 without a valid key, and 415
+    for a body that is not JSON.
+    """
+    refusals = _RefusalLog()
 
     def guard(connection: ASGIConnection, handler: BaseRouteHandler) -> None:  # type: ignore[type-arg]
         if handler.opt.get(PUBLIC):
@@ -91,11 +245,24 @@ def api_key_guard(keys: Sequence[SecretStr], open_prefixes: Sequence[str]) -> Gu
         path = connection.scope["path"]
         if any(path == p or path.startswith(p.rstrip("/") + "/") for p in open_prefixes):
             return
-        token = bearer_token(connection.headers.get("authorization"))
-        if token is None or not key_matches(token, frozen):
-            raise NotAuthorizedException(
-                detail="a valid API key is required: send 'Authorization: Bearer <key>'",
-                headers={"WWW-Authenticate": WWW_AUTHENTICATE},
+        access = policy.decide(connection.scope.get("server"))
+        if access.refusal is not None:
+            refusals.once(access.refusal)
+            raise PermissionDeniedException(detail=access.refusal)
+        if access.key_required:
+            token = bearer_token(connection.headers.get("authorization"))
+            if token is None or not key_matches(token, policy.keys):
+                raise NotAuthorizedException(
+                    detail="a valid API key is required: send 'Authorization: Bearer <key>'",
+                    headers={"WWW-Authenticate": WWW_AUTHENTICATE},
+                )
+        method = connection.scope.get("method", "GET")
+        if method in _BODY_METHODS and not is_json_media_type(
+            connection.headers.get("content-type")
+        ):
+            raise HTTPException(
+                status_code=HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+                detail="the body must be JSON: send 'Content-Type: application/json'",
             )
 
     return guard

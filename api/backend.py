@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from neo4j import AsyncDriver
-from neo4j.exceptions import AuthError, DriverError, ServiceUnavailable, SessionExpired
+from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
-from api.redact import scrub
-from kg.errors import StoreError, StoreUnavailable
+from kg.errors import Overloaded, StoreError, StoreUnavailable
+from kg.redact import scrub, settings_secrets
 from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
 from kg.settings import Settings
 
@@ -41,6 +42,33 @@ _STARTUP_FAILURES: tuple[type[BaseException], ...] = (TimeoutError, DriverError,
 
 #: Neo4j failed us: at start-up the API runs on degraded (503); mid-request, Neo4j becomes suspect.
 NEO4J_FAILURES: tuple[type[BaseException], ...] = (StoreError, *UNREACHABLE)
+
+#: How long one /health answer is reused: a flood of probes costs one Bolt round trip a second.
+HEALTH_TTL_S = 1.0
+
+#: Server error codes that mean "this statement or its parameters were wrong": the server is up.
+_STATEMENT_CODES = ("Neo.ClientError.Statement.", "Neo.ClientError.Procedure.")
+
+
+def statement_error(exc: BaseException) -> bool:
+    """A StoreError caused by the server refusing one statement (not by Neo4j being down)."""
+    cause = exc.__cause__
+    return (
+        isinstance(exc, StoreError)
+        and isinstance(cause, Neo4jError)
+        and (cause.code or "").startswith(_STATEMENT_CODES)
+    )
+
+
+def means_neo4j_down(exc: BaseException) -> bool:
+    """Whether a request's failure should make later requests probe Neo4j first.
+
+    Not when kg shed load itself (busy), and not when the server answered and refused one
+    statement: those say nothing about Neo4j being reachable.
+    """
+    if isinstance(exc, Overloaded) or statement_error(exc):
+        return False
+    return isinstance(exc, NEO4J_FAILURES)
 
 
 @runtime_checkable
@@ -85,6 +113,8 @@ class Backend:
         self.ready = False
         self.suspect = False
         self._lock = asyncio.Lock()
+        self._health: tuple[float, bool] | None = None  # (when, answer)
+        self._health_lock = asyncio.Lock()
 
     async def try_startup(self) -> bool:
         """Verify templates if Neo4j answers; log and carry on (degraded) if it does not."""
@@ -92,7 +122,7 @@ class Backend:
             await self.acquire()
         except NEO4J_FAILURES as exc:
             # StoreError covers refused credentials; the message is scrubbed of secrets
-            secrets = [self.settings.neo4j.password.get_secret_value()]
+            secrets = settings_secrets(self.settings)
             logger.warning(
                 "Neo4j is not usable at start-up (%s: %s); serving 503 until it answers",
                 type(exc).__name__,
@@ -141,7 +171,23 @@ class Backend:
         self.suspect = True
 
     async def health(self) -> bool:
-        """Whether Neo4j answers now, bounded in time; never raises."""
+        """Whether Neo4j answers, bounded in time; never raises. One answer serves every
+        caller for HEALTH_TTL_S, and concurrent callers share one check."""
+        if (cached := self._fresh_health()) is not None:
+            return cached
+        async with self._health_lock:
+            if (cached := self._fresh_health()) is not None:
+                return cached
+            ok = await self._check_health()
+            self._health = (time.monotonic(), ok)
+            return ok
+
+    def _fresh_health(self) -> bool | None:
+        if self._health is not None and time.monotonic() - self._health[0] < HEALTH_TTL_S:
+            return self._health[1]
+        return None
+
+    async def _check_health(self) -> bool:
         try:
             await self.probe()
         except Exception as exc:  # health must answer, whatever went wrong

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 
 from litestar.datastructures import State
 
-from api.backend import NEO4J_FAILURES, Backend, SearchBackend
+from api.backend import Backend, SearchBackend, means_neo4j_down
 
 
 def backend_from(state: State) -> Backend:
@@ -17,14 +17,16 @@ def backend_from(state: State) -> Backend:
 async def provide_service(state: State) -> AsyncGenerator[SearchBackend, None]:
     """The service with its templates verified; StoreUnavailable (503) while Neo4j is down.
 
-    A generator so that a Neo4j failure inside the handler marks the backend suspect.
+    A generator so that a Neo4j failure inside the handler marks the backend suspect (a
+    caller's mistake, a refused statement or kg being busy never does).
     """
     backend = backend_from(state)
     service = await backend.acquire()
     try:
         yield service
-    except NEO4J_FAILURES:
-        backend.mark_unavailable()
+    except Exception as exc:
+        if means_neo4j_down(exc):
+            backend.mark_unavailable()
         raise
 
 

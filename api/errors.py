@@ -7,10 +7,17 @@ so neither a stack trace nor a Neo4j credential can reach a client.
     QueryRejected, ValidationException   422  names each field and why
     NotFoundError, unknown route          404
     QueryTimeout, server tx timeout       504
+    ClientBusy (per-client cap)           429  Retry-After 1
+    Overloaded (every slot busy)          503  Retry-After 1
     StoreError (incl. StoreUnavailable),
-    driver connection/auth failures       503
+    driver connection/auth failures       503  Retry-After 5
+    the server refused one statement      500  (kg let through what Neo4j rejects: a bug)
     missing or invalid API key            401  with WWW-Authenticate
+    key required, none configured         403  (api/auth.py)
+    body not sent in time                 408  (api/middleware.py)
     body over ApiSettings.max_body_bytes  413
+    body not JSON (Content-Type)          415
+    Host not loopback while auth is off   421  (api/middleware.py, before routing)
     JSON nested too deep, malformed JSON  400
     anything else                         500  generic; detail logged server-side
 """
@@ -28,16 +35,24 @@ from litestar.status_codes import (
     HTTP_404_NOT_FOUND,
     HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     HTTP_422_UNPROCESSABLE_ENTITY,
+    HTTP_429_TOO_MANY_REQUESTS,
     HTTP_500_INTERNAL_SERVER_ERROR,
     HTTP_503_SERVICE_UNAVAILABLE,
     HTTP_504_GATEWAY_TIMEOUT,
 )
 from neo4j.exceptions import Neo4jError
 
-from api.backend import UNREACHABLE
+from api.backend import UNREACHABLE, statement_error
 from api.models import ErrorBody, FieldError
-from api.redact import scrub
-from kg.errors import NotFoundError, Overloaded, QueryRejected, QueryTimeout, StoreError
+from kg.errors import (
+    ClientBusy,
+    NotFoundError,
+    Overloaded,
+    QueryRejected,
+    QueryTimeout,
+    StoreError,
+)
+from kg.redact import scrub, settings_secrets
 
 logger = logging.getLogger("kg.api")
 
@@ -52,8 +67,10 @@ _CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    421: "misdirected_request",
     422: "invalid_parameters",
     429: "too_many_requests",
     500: "internal_error",
@@ -106,8 +123,12 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
         return _body(HTTP_404_NOT_FOUND, str(exc)), {}
     if isinstance(exc, QueryTimeout) or (isinstance(exc, Neo4jError) and _is_timeout(exc)):
         return _body(HTTP_504_GATEWAY_TIMEOUT, TIMEOUT_DETAIL), {}
+    if isinstance(exc, ClientBusy):
+        return _body(HTTP_429_TOO_MANY_REQUESTS, str(exc)), {"Retry-After": "1"}
     if isinstance(exc, Overloaded):
         return _body(HTTP_503_SERVICE_UNAVAILABLE, str(exc)), {"Retry-After": "1"}
+    if statement_error(exc):
+        return _body(HTTP_500_INTERNAL_SERVER_ERROR, INTERNAL_DETAIL), {}
     if isinstance(exc, (StoreError, *UNREACHABLE)):
         return _body(HTTP_503_SERVICE_UNAVAILABLE, UNAVAILABLE_DETAIL), {"Retry-After": "5"}
     if _is_body_nesting(exc):
@@ -147,8 +168,4 @@ def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
 
 def _secrets(request: Request[Any, Any, Any]) -> list[str]:
     settings = getattr(request.app.state, "settings", None)
-    out: list[str] = []
-    if settings is not None:
-        out.append(settings.neo4j.password.get_secret_value())
-        out.extend(k.get_secret_value() for k in settings.api.api_keys)
-    return out
+    return settings_secrets(settings) if settings is not None else []

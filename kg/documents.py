@@ -139,12 +139,22 @@ def _filter_reason(relpath: str, include: Sequence[str], exclude: Sequence[str])
 # --------------------------------------------------------------------------- walking
 
 
-def _walk(root: Path, skipped: list[SkippedFile]) -> Iterator[tuple[Path, str]]:
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _walk(
+    root: Path, skipped: list[SkippedFile], *, follow_symlinks: bool = False
+) -> Iterator[tuple[Path, str]]:
     """Yield (path, relpath) of candidate files, sorted, without recursion.
 
-    Symlinked directories are followed once; a directory whose real identity was already
-    visited (a loop, or a second link to the same tree) is reported, not re-entered.
+    A symlink whose target lies outside the resolved root is skipped and reported, unless
+    ``follow_symlinks``: a link to /etc/passwd or ~/.ssh in a shared folder must not send its
+    text to the LLM. Symlinks inside the root are followed, and the file read is the link's
+    resolved target. Symlinked directories are followed once; a directory whose real identity
+    was already visited (a loop, or a second link to the same tree) is reported, not re-entered.
     """
+    real_root = root.resolve()
     root_stat = root.stat()
     seen: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
     stack: list[tuple[Path, str]] = [(root, "")]
@@ -164,6 +174,18 @@ def _walk(root: Path, skipped: list[SkippedFile]) -> Iterator[tuple[Path, str]]:
             except OSError as exc:
                 skipped.append(SkippedFile(rel, f"unreadable: {exc.strerror}"))
                 continue
+            path = Path(entry.path)
+            if is_link and not follow_symlinks:
+                path = Path(os.path.realpath(entry.path))
+                if not _inside(path, real_root):
+                    skipped.append(
+                        SkippedFile(
+                            rel + ("/" if is_dir else ""),
+                            f"symlink to outside the folder ({path}); not read "
+                            "(--follow-symlinks reads it)",
+                        )
+                    )
+                    continue
             if is_dir:
                 if entry.name in IGNORED_DIRS:
                     skipped.append(SkippedFile(rel + "/", "ignored directory"))
@@ -181,9 +203,9 @@ def _walk(root: Path, skipped: list[SkippedFile]) -> Iterator[tuple[Path, str]]:
                 seen.add(ident)
                 stack.append((Path(entry.path), rel + "/"))
             else:
-                found.append((rel, Path(entry.path)))
-    for rel, path in sorted(found):
-        yield path, rel
+                found.append((rel, path))
+    for rel, found_path in sorted(found):
+        yield found_path, rel
 
 
 def load_folder(
@@ -192,11 +214,14 @@ def load_folder(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     max_file_bytes: int,
+    follow_symlinks: bool = False,
 ) -> LoadResult:
     """Load every supported file under ``root`` (recursively), in sorted path order.
 
     ``include``/``exclude`` are globs on the relative POSIX path (``docs/**/*.md``, ``*.pdf``;
     a pattern without ``/`` also matches the bare file name). Exclusion wins.
+    Nothing outside the resolved ``root`` is read: symlinks that lead out of it are reported
+    in ``skipped``, unless ``follow_symlinks`` (``kg ingest --follow-symlinks``).
     """
     root = Path(root)
     if not root.is_dir():
@@ -205,8 +230,9 @@ def load_folder(
             return _load_files([(root, root.name)], include, exclude, max_file_bytes, [])
         raise FileNotFoundError(f"not a folder: {root}")
     skipped: list[SkippedFile] = []
-    files = list(_walk(root, skipped))
-    return _load_files(files, include, exclude, max_file_bytes, skipped)
+    files = list(_walk(root, skipped, follow_symlinks=follow_symlinks))
+    confine = None if follow_symlinks else root.resolve()
+    return _load_files(files, include, exclude, max_file_bytes, skipped, confine=confine)
 
 
 def _load_files(
@@ -215,12 +241,18 @@ def _load_files(
     exclude: Sequence[str],
     max_file_bytes: int,
     skipped: list[SkippedFile],
+    *,
+    confine: Path | None = None,
 ) -> LoadResult:
     documents: list[Document] = []
     for path, rel in files:
         reason = _filter_reason(rel, include, exclude)
         if reason is not None:
             skipped.append(SkippedFile(rel, reason))
+            continue
+        if confine is not None and not _inside(Path(os.path.realpath(path)), confine):
+            # checked again just before reading: the tree may have changed since the walk
+            skipped.append(SkippedFile(rel, "moved outside the folder (a new symlink); not read"))
             continue
         try:
             documents.append(_load_file(path, rel, max_file_bytes))

@@ -10,10 +10,15 @@ from api.models import ErrorBody
 _WHY = {
     400: "Malformed request (e.g. a body that is not JSON).",
     401: "Missing or invalid API key (when auth is on).",
+    403: "A key is required here (the request did not arrive on loopback) but the server has "
+    "none configured: it refuses rather than serve an open API.",
     404: "Not found.",
+    408: "The request body did not arrive within KG_API__BODY_TIMEOUT_S.",
     413: "Request body larger than the configured limit.",
+    415: "The body is not `application/json`.",
     422: "Invalid parameters; `errors` names each field and why.",
-    503: "Neo4j is unavailable.",
+    429: "This client already runs its share of the query slots; retry after `Retry-After`.",
+    503: "Neo4j is unavailable, or kg is busy (`Retry-After`).",
     504: "The query ran past its time bound.",
 }
 
@@ -23,7 +28,7 @@ SECURED: list[dict[str, list[str]]] = [{SECURITY_SCHEME: []}]
 
 def errors(*codes: int) -> dict[int, ResponseSpec]:
     """Error responses for ``codes``, plus the ones every protected operation shares."""
-    wanted = sorted({400, 401, 503, *codes})
+    wanted = sorted({400, 401, 403, 503, *codes})
     return {
         code: ResponseSpec(
             data_container=ErrorBody, description=_WHY[code], generate_examples=False

@@ -28,7 +28,7 @@ class EntityController(Controller):
         operation_id="getEntity",
         summary="One entity",
         description="The entity's properties (without its embedding).",
-        responses=errors(404, 422, 504),
+        responses=errors(404, 422, 429, 504),
     )
     async def get_entity(
         self, entity_id: EntityId, service: NamedDependency[SearchBackend]
@@ -40,7 +40,7 @@ class EntityController(Controller):
         operation_id="getEntityNeighborhood",
         summary="An entity's neighbourhood",
         description="Entities and relations within `depth` hops of the entity.",
-        responses=errors(404, 422, 504),
+        responses=errors(404, 422, 429, 504),
     )
     async def neighborhood(
         self, entity_id: EntityId, service: NamedDependency[SearchBackend], depth: Depth = 2

@@ -26,7 +26,7 @@ class SearchController(Controller):
             "chunks that support them."
         ),
         status_code=200,
-        responses=errors(413, 422, 504),
+        responses=errors(408, 413, 415, 422, 429, 504),
     )
     async def local_search(
         self, data: JSONBody[SearchRequest], service: NamedDependency[SearchBackend]

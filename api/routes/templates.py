@@ -41,7 +41,7 @@ class TemplateController(Controller):
             "parameters object; it is validated against the template's parameter model."
         ),
         status_code=200,
-        responses=errors(404, 413, 422, 504),
+        responses=errors(404, 408, 413, 415, 422, 429, 504),
     )
     async def run_template(
         self,

@@ -34,12 +34,12 @@ from neo4j.exceptions import (
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
-from kg.cypher.params import TemplateParams
+from kg.cypher.admission import Admission, cost_of, current_client
+from kg.cypher.params import EMBEDDING_DIM_CONTEXT, TemplateParams
 from kg.cypher.templates import REGISTRY, Registry, Template
 from kg.errors import (
     ConfigError,
     KGError,
-    Overloaded,
     QueryRejected,
     QueryTimeout,
     StoreError,
@@ -153,8 +153,15 @@ class Guard:
         self._types = _TypeCache()
         self._types_lock = asyncio.Lock()
         # Bounded concurrency: past a few parallel reads Neo4j only gets slower for everyone
-        # (measured in docs/reliability.md), so extra requests queue here, then shed as busy.
-        self._slots = asyncio.Semaphore(settings.search.max_concurrent_queries)
+        # (measured in docs/reliability.md), so extra requests queue here, then shed as busy;
+        # expensive templates and any one client get only a share of the slots.
+        slots = settings.search.max_concurrent_queries
+        self.admission = Admission(
+            slots,
+            heavy_slots=settings.api.heavy_slots(slots),
+            per_client=settings.api.query_slots_per_client(slots),
+        )
+        self._validation_context = {EMBEDDING_DIM_CONTEXT: settings.resolve.embedding_dim}
 
     # -- validation (no I/O) -------------------------------------------------------------------
 
@@ -167,17 +174,19 @@ class Guard:
                     f"template {name} takes {template.params.__name__}",
                     errors=[{"field": "params", "reason": "wrong parameter model"}],
                 )
-            model = params
+            raw: dict[str, Any] = params.model_dump()  # checked again against this graph
+        elif isinstance(params, Mapping):
+            raw = dict(params)
         else:
-            if not isinstance(params, Mapping):
-                raise QueryRejected(
-                    "parameters must be an object",
-                    errors=[{"field": "params", "reason": "must be an object"}],
-                )
-            try:
-                model = template.params.model_validate(dict(params))
-            except ValidationError as exc:
-                raise rejected(exc, f"template {name}") from None
+            raise QueryRejected(
+                "parameters must be an object",
+                errors=[{"field": "params", "reason": "must be an object"}],
+            )
+        try:
+            # the context carries what only this graph knows (the vector indexes' dimension)
+            model = template.params.model_validate(raw, context=self._validation_context)
+        except ValidationError as exc:
+            raise rejected(exc, f"template {name}") from None
         return Prepared(
             template=template,
             params=model,
@@ -193,21 +202,12 @@ class Guard:
         types = prepared.params.relation_type_filter()
         if types:
             await self.check_relation_types(types)
-        try:
-            async with asyncio.timeout(self._search.queue_timeout_s):
-                await self._slots.acquire()
-        except TimeoutError:
-            raise Overloaded(
-                f"kg is busy: {self._search.max_concurrent_queries} queries are running and "
-                f"none finished within {self._search.queue_timeout_s:g}s; retry shortly"
-            ) from None
-        started = time.perf_counter()
-        try:
+        cost = cost_of(prepared.template.name, prepared.params)
+        async with self.admission.slot(cost, self._search.queue_timeout_s, current_client.get()):
+            started = time.perf_counter()
             rows, truncated = await self._read(
                 prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
             )
-        finally:
-            self._slots.release()
         return TemplateResult(
             template=prepared.template.name,
             rows=rows,

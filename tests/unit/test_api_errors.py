@@ -148,8 +148,15 @@ def test_error_paths_are_json(client: TestClient[Any], caplog: pytest.LogCapture
     _assert_error(client.get("/entities/x/neighborhood?depth=0"), 422, "invalid_parameters")
     _assert_error(client.get("/no/such/route"), 404, "not_found")
     _assert_error(client.delete("/health"), 405, "method_not_allowed")
-    _assert_error(client.post("/search/local", content=b"{nope"), 400, "bad_request")
-    big = _assert_error(client.post("/search/local", content=b"x" * 5000), 413, "payload_too_large")
+    json_type = {"content-type": "application/json"}
+    _assert_error(
+        client.post("/search/local", content=b"{nope", headers=json_type), 400, "bad_request"
+    )
+    big = _assert_error(
+        client.post("/search/local", content=b"x" * 5000, headers=json_type),
+        413,
+        "payload_too_large",
+    )
     assert "4096" in big["detail"]
     deep = client.post("/search/local", json={"query": "q", "depth": 4})
     body = _assert_error(deep, 422, "invalid_parameters")

@@ -148,13 +148,15 @@ def test_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
     assert reasons["dangling.md"].startswith("unreadable")
 
 
-def test_symlinked_dir_outside_tree_is_followed(tmp_path: Path) -> None:
+def test_symlinked_dir_outside_tree_is_followed_only_when_asked(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     _write(outside, "shared.md", "# Shared")
     root = tmp_path / "root"
     root.mkdir()
     (root / "link").symlink_to(outside, target_is_directory=True)
-    assert [d.path for d in load_folder(root, max_file_bytes=MAX).documents] == ["link/shared.md"]
+    assert load_folder(root, max_file_bytes=MAX).documents == []
+    followed = load_folder(root, max_file_bytes=MAX, follow_symlinks=True)
+    assert [d.path for d in followed.documents] == ["link/shared.md"]
 
 
 def test_include_exclude_globs(tmp_path: Path) -> None:

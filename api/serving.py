@@ -1,0 +1,104 @@
+"""How ``kg serve`` runs the app under uvicorn, with bounds uvicorn lacks on its own.
+
+uvicorn has a keep-alive timeout, ``limit_concurrency`` and an event-size limit, but no
+deadline for a request's headers: a client that sends them one byte a second holds its
+connection (and a file descriptor) forever, and about 1,100 such clients exhausted the
+descriptors of a test server. ``guarded_h11`` is uvicorn's own h11 protocol plus two bounds:
+
+- **Header deadline**: a connection must deliver a complete request head within
+  ``header_timeout_s`` of opening (or of its previous response); otherwise it is closed.
+- **Connection cap**: past ``max_connections`` open connections, a new one is closed at once
+  (cheap, and the process keeps descriptors for the clients it already serves).
+
+The body deadline is the app's (api/middleware.py), so it holds under any ASGI server.
+In production, still put a reverse proxy in front (docs/reliability.md shows nginx's settings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: h11's own default, made explicit: a request head larger than this is refused (400).
+MAX_HEAD_BYTES = 16 * 1024
+KEEP_ALIVE_S = 5
+GRACEFUL_SHUTDOWN_S = 10
+
+
+class _GuardedH11(H11Protocol):
+    header_timeout_s: float = 10.0
+    max_connections: int = 1000
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._head_deadline: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            transport.close()
+            return
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._disarm()  # a request head arrived; its body has the app's own deadline
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+            self._arm()  # waiting for the next request's head
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_timed_out)
+
+    def _disarm(self) -> None:
+        deadline = getattr(self, "_head_deadline", None)
+        if deadline is not None:
+            deadline.cancel()
+            self._head_deadline = None
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def guarded_h11(header_timeout_s: float, max_connections: int) -> type[H11Protocol]:
+    """uvicorn's h11 protocol class with a header deadline and a connection cap."""
+    return type(
+        "GuardedH11Protocol",
+        (_GuardedH11,),
+        {"header_timeout_s": header_timeout_s, "max_connections": max_connections},
+    )
+
+
+def uvicorn_options(header_timeout_s: float, max_connections: int) -> dict[str, Any]:
+    """The bounds ``kg serve`` passes to ``uvicorn.run``."""
+    return {
+        "http": guarded_h11(header_timeout_s, max_connections),
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": max_connections,
+        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+        "proxy_headers": False,
+    }
+
+
+def raise_open_files_limit(wanted: int) -> int:
+    """Lift the soft limit on open files towards ``wanted`` (never past the hard limit), so
+    the connection cap, not the descriptor table, is what sheds a flood. Returns the limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            return target
+    return soft

@@ -1,0 +1,84 @@
+"""What the CLI writes to the terminal when things go wrong: scrubbed of secrets, always.
+
+Every exit path of ``kg`` passes through here: the one-line ``error:`` for kg errors, the
+driver's own errors, the traceback of a bug, and every log record (one stderr handler with
+``kg.redact.RedactFilter``). The secrets are the settings' ``SecretStr`` values, a password
+written inside ``KG_NEO4J__URI``, and secret-looking environment variables (read directly, so
+an error raised while the settings load is covered too).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+
+from rich.console import Console
+from rich.markup import escape
+
+from kg.redact import RedactFilter, env_secrets, install_redaction, scrub, settings_secrets
+
+_HANDLER_NAME = "kg-cli"
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is now (tests swap it), not the one at creation."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+def secrets() -> list[str]:
+    """Everything that must never be printed, as far as it can be known now."""
+    found = env_secrets()
+    try:
+        from kg.settings import Settings
+
+        found += settings_secrets(Settings())
+    except Exception:  # noqa: S110 - settings that do not load still leave env_secrets
+        pass
+    return found
+
+
+def setup_logging(level: str = "WARNING") -> logging.Handler:
+    """One stderr handler on the root logger, scrubbing every record; idempotent.
+
+    Without it, warnings would reach logging's last-resort handler, which no filter can reach.
+    """
+    root = logging.getLogger()
+    handler = next((h for h in root.handlers if h.get_name() == _HANDLER_NAME), None)
+    if handler is None:
+        handler = _StderrHandler()
+        handler.set_name(_HANDLER_NAME)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    handler.setLevel(level)
+    root.setLevel(level)
+    install_redaction([handler], secrets())
+    return handler
+
+
+def redaction() -> RedactFilter:
+    """A filter holding the current secrets (for handlers the CLI does not own)."""
+    return RedactFilter(secrets())
+
+
+def print_error(message: str) -> None:
+    """``error: <message>`` on stderr, scrubbed, with Rich markup in it shown literally."""
+    text = escape(scrub(message, secrets()))
+    Console(stderr=True).print(f"[bold red]error:[/] {text}", highlight=False)
+
+
+def print_crash(exc: BaseException) -> None:
+    """A bug's traceback on stderr, scrubbed (it may quote a URI or a password)."""
+    text = "".join(traceback.format_exception(exc))
+    sys.stderr.write(scrub(text, secrets()))
+    sys.stderr.write("error: kg stopped on an unexpected error (above); please report it\n")
