@@ -185,8 +185,8 @@ class LocalNeo4j:
             return self.lib_dir
         mvn = _require_tool(
             "mvn",
-            f"kg's jar lock does not cover Neo4j {self._server.version} with Browser "
-            f"{self._server.browser_version}, so Maven is needed once to fetch those jars "
+            f"kg has no jar lock (neo4j-server/jars.lock) for Neo4j {self._server.version} with "
+            f"Browser {self._server.browser_version}, so Maven is needed once to fetch its jars "
             "(or use the versions kg ships a lock for: unset KG_SERVER__VERSION and "
             "KG_SERVER__BROWSER_VERSION).",
         )
