@@ -63,9 +63,10 @@ def example(
     response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
     _print(response)
     if browser:
+        password_file = settings.neo4j.password_file or settings.server.password_file
         console.print(
             f"\nOpen Neo4j Browser at [bold]{browser}[/] (user neo4j, password from "
-            "KG_NEO4J__PASSWORD; default kg-local-password) and run: "
+            f"KG_NEO4J__PASSWORD, else the file {password_file}) and run: "
             "MATCH p=(:Entity {name:'Checkout Web'})-[*1..3]->() RETURN p"
         )
         console.print("Stop the server with: kg neo4j stop")

@@ -24,6 +24,14 @@ def ingest(
     triplets: Annotated[
         Path | None, Parameter(help="Import triplets (JSONL) instead of calling an LLM.")
     ] = None,
+    namespace: Annotated[
+        str | None,
+        Parameter(
+            help="Name of this source (default: the folder's absolute path). Documents are "
+            "identified by source and path; give two checkouts the same namespace to update "
+            "the same documents."
+        ),
+    ] = None,
     include: Annotated[
         list[str] | None, Parameter(help="Glob of files to load (repeatable).")
     ] = None,
@@ -74,6 +82,7 @@ def ingest(
                     driver,
                     path,
                     triplets=triplets,
+                    namespace=namespace,
                     include=include or (),
                     exclude=exclude or (),
                     prune=prune,
@@ -92,6 +101,9 @@ def ingest(
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2
+
+
+MAX_DROPPED_SHOWN = 20
 
 
 def summary_table(s: IngestSummary) -> Table:
@@ -128,7 +140,9 @@ def summary_table(s: IngestSummary) -> Table:
             ),
             ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
             ("failed chunks", len(s.failures)),
+            ("items dropped (invalid)", len(s.dropped)),
             ("seconds", s.seconds),
+            ("seconds per stage", " · ".join(f"{k} {v:.1f}" for k, v in s.timings.items())),
         ]
     for name, value in rows:
         table.add_row(name, str(value))
@@ -136,6 +150,11 @@ def summary_table(s: IngestSummary) -> Table:
         table.add_row(f"[yellow]skipped[/] {skip['path']}", skip["reason"])
     for err in s.import_errors:
         table.add_row(f"[yellow]import line {err['line']}[/]", str(err["reason"]))
+    for item in s.dropped[:MAX_DROPPED_SHOWN]:
+        where = f"line {item['line']}" if "line" in item else item.get("chunk_id", "")
+        table.add_row(f"[yellow]dropped[/] {where} {item['item']}", str(item["reason"]))
+    if len(s.dropped) > MAX_DROPPED_SHOWN:
+        table.add_row("[yellow]dropped[/] ...", f"{len(s.dropped)} in all (see --json)")
     for fail in s.failures:
         table.add_row(f"[red]failed[/] {fail['chunk_id']}", fail["reason"])
     if s.stopped_by_budget:

@@ -19,6 +19,7 @@ app = App(
 app.command("cli.neo4j_cmd:app", name="neo4j")
 app.command("cli.schema_cmd:app", name="schema")
 app.command("cli.ingest_cmd:ingest", name="ingest")
+app.command("cli.migrate_cmd:migrate", name="migrate")
 app.command("cli.search_cmd:search", name="search")
 app.command("cli.serve_cmd:serve", name="serve")
 app.command("cli.example_cmd:example", name="example")

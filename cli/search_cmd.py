@@ -88,6 +88,7 @@ async def _search(settings: Settings, request: SearchRequest) -> SearchResponse:
     driver = open_async_driver(settings.neo4j)
     try:
         service = SearchService(driver, settings, make_embedder(settings.resolve))
+        await service.check_model()
         return await service.local_search(request)
     finally:
         await driver.close()

@@ -4,6 +4,7 @@ KGError
 ├── ConfigError          bad or missing configuration
 ├── ServerError          the local Neo4j server could not start, stop or be found
 ├── StoreError           Neo4j refused or failed a write/read
+│   ├── GraphModelError  the graph was written by an older or newer graph model
 │   └── StoreUnavailable Neo4j does not answer
 │       └── Overloaded   every query slot stayed busy past the queue timeout
 │           └── ClientBusy   one client holds its share of the slots (per-client cap)
@@ -68,6 +69,10 @@ class QueryRejected(KGError):
 
 class QueryTimeout(KGError):
     pass
+
+
+class GraphModelError(StoreError):
+    """The graph was written by another version of kg's graph model (see ``kg migrate``)."""
 
 
 class ClientBusy(Overloaded):

@@ -135,6 +135,7 @@ class _Plan:
     gone: list[str]
     imported: dict[str, ExtractionResult]
     chunks: dict[str, list[Chunk]] = field(default_factory=dict)
+    stored: set[str] = field(default_factory=set)  # ids in todo the graph already holds
 
     @property
     def all_chunks(self) -> list[Chunk]:
@@ -295,7 +296,7 @@ def _plan(
         for doc_id, stored in existing.items()
         if stored.source == source and doc_id not in present
     ]
-    return _Plan(todo, gone, scoped_facts)
+    return _Plan(todo, gone, scoped_facts, stored={d.id for d in todo if d.id in existing})
 
 
 def _chunk(settings: Settings, plan: _Plan, summary: IngestSummary, progress: Progress) -> None:
@@ -334,8 +335,9 @@ def _write(
     ]
     # Hashes are cleared before anything of a changed document is touched.
     writer.upsert_documents(doc_rows)
-    if plan.todo:
-        removed = writer.remove_document_contents([d.id for d in plan.todo])
+    # Only documents the graph already held have old contents to remove.
+    if plan.stored:
+        removed = writer.remove_document_contents(sorted(plan.stored))
         summary.entities_removed += removed.entities_deleted
     progress.advance()
     # Every chunk is written, with or without facts, except those whose extraction failed

@@ -31,6 +31,7 @@ from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import DEPTHS
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, NotFoundError, QueryRejected
+from kg.graph.meta import check_current_async
 from kg.resolve import Embedder
 from kg.search_models import (
     ChunkHit,
@@ -248,6 +249,7 @@ class SearchService:
         self._search = settings.search
         self._embedder = embedder
         self._weights = Weights.from_settings(settings.search)
+        self._driver = driver
         self.guard = Guard(driver, settings, registry)
 
     async def startup(self) -> dict[str, str]:
@@ -257,7 +259,12 @@ class SearchService:
                 f"the embedder makes {self._embedder.dim}-d vectors but the vector indexes "
                 f"hold {self._settings.resolve.embedding_dim}-d ones (KG_RESOLVE__EMBEDDING_DIM)"
             )
+        await self.check_model()
         return await self.guard.verify_read_only()
+
+    async def check_model(self) -> None:
+        """GraphModelError when the graph was written by another graph model (kg migrate)."""
+        await check_current_async(self._driver, self._settings.neo4j.database)
 
     def templates(self) -> list[TemplateInfo]:
         return self.guard.registry.infos()

@@ -158,6 +158,33 @@ class WriteSettings(BaseModel):
     single_valued_predicates: list[str] = Field(
         default_factory=lambda: ["OWNED_BY", "LOCATED_IN", "HAS_VERSION", "MAINTAINED_BY"]
     )
+    typed_predicates: list[str] = Field(
+        default_factory=lambda: ["DEPENDS_ON", "CALLS", "USES"],
+        description="Predicates always stored as their own relationship type (besides the "
+        "single-valued ones and the ontology's).",
+    )
+    max_relation_types: int = Field(
+        64,
+        ge=0,
+        le=1000,
+        description="Cap on predicates promoted to their own relationship type by frequency; "
+        "the rest are stored as RELATED {predicate}.",
+    )
+    promote_min_count: int = Field(
+        3,
+        ge=1,
+        description="A new predicate seen at least this often in one ingest gets its own type "
+        "(while under max_relation_types).",
+    )
+    max_aliases: int = Field(
+        64, ge=1, le=10_000, description="Aliases kept per entity (the first ones win)."
+    )
+    max_chunk_ids: int = Field(
+        200, ge=1, le=100_000, description="Provenance chunk ids kept per relation."
+    )
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="Per-transaction timeout of every write statement."
+    )
 
 
 class SearchSettings(BaseModel):

@@ -13,6 +13,7 @@ from neo4j import Driver
 
 from kg.resolve import make_embedder
 from kg.settings import Settings
+from tests.fixture_model import as_current_model
 
 DOCUMENTS = [
     {"id": "doc-payments", "path": "wiki/payments.md", "title": "Payments", "sha256": "a" * 64},
@@ -133,6 +134,7 @@ def write_graph(driver: Driver, settings: Settings) -> None:
         rows=DEPENDS_ON,
         database_=db,
     )
+    as_current_model(driver, settings.neo4j.database)
 
 
 def graph_counts(driver: Driver, settings: Settings) -> tuple[int, int]:
@@ -166,6 +168,11 @@ def graph_fingerprint(driver: Driver, settings: Settings) -> list[Any]:
 def wipe(driver: Driver, settings: Settings) -> None:
     """Delete everything (Community has one database; each test module cleans after itself)."""
     with driver.session(database=settings.neo4j.database) as session:
+        # Relationships first, in batches: a supernode's 100k edges in one DETACH DELETE
+        # would exceed the server's transaction memory.
+        session.run(
+            "MATCH ()-[r]->() CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS"
+        ).consume()
         session.run(
             "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
         ).consume()

@@ -21,6 +21,7 @@ from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
 from kg.search import SearchService
 from kg.settings import Settings
+from tests.fixture_model import as_current_model
 
 T = TypeVar("T")
 
@@ -203,6 +204,7 @@ def write_test_graph(driver: Driver, settings: Settings) -> None:
         },
         database_=db,
     )
+    as_current_model(driver, settings.neo4j.database)
 
 
 def counts(driver: Driver, settings: Settings) -> GraphCounts:

@@ -6,7 +6,7 @@ from typing import Any
 
 from neo4j import Driver
 
-VOLATILE = {"ingested_at", "first_seen", "last_seen", "created_at"}
+VOLATILE = {"ingested_at", "first_seen", "last_seen", "created_at", "updated_at"}
 
 
 def _clean(props: dict[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import LiteralString
 
-from neo4j import Driver
+from neo4j import AsyncDriver, Driver
 
 from kg.errors import GraphModelError
 
@@ -54,6 +54,14 @@ def stamp(driver: Driver, database: str, version: int = MODEL_VERSION) -> None:
     driver.execute_query(_STAMP, version=version, database_=database)
 
 
+async def check_current_async(driver: AsyncDriver, database: str) -> None:
+    """For readers (search): refuse a graph of another model, saying what to do."""
+    records, _, _ = await driver.execute_query(_READ, database_=database, routing_="r")
+    version = records[0]["version"]
+    model = GraphModel(int(version) if version is not None else None, bool(records[0]["has_data"]))
+    _refuse_other(model.effective)
+
+
 def ensure_current(driver: Driver, database: str, *, write: bool = True) -> None:
     """Stamp an empty graph (when ``write``); refuse a graph of another model, saying what to do."""
     model = read_model(driver, database)
@@ -61,6 +69,12 @@ def ensure_current(driver: Driver, database: str, *, write: bool = True) -> None
     if found is None:
         if write:
             stamp(driver, database)
+        return
+    _refuse_other(found)
+
+
+def _refuse_other(found: int | None) -> None:
+    if found is None:
         return
     if found < MODEL_VERSION:
         raise GraphModelError(

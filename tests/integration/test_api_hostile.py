@@ -42,8 +42,9 @@ INJECTIONS = [
 ]
 NUL = "ent\x00payments"
 ONE_MB = "x" * 1_000_000
-#: 1 document + 2 chunks + 4 entities; 2 PART_OF + 5 MENTIONS + 3 DEPENDS_ON.
-GRAPH_SIZE = (7, 10)
+#: 1 document + 2 chunks + 4 entities + 1 Predicate + 1 KgMeta; 2 PART_OF + 5 MENTIONS
+#: + 3 DEPENDS_ON.
+GRAPH_SIZE = (9, 10)
 
 
 @pytest.fixture(scope="module")

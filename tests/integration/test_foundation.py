@@ -155,12 +155,3 @@ def test_start_refuses_a_taken_port(tmp_path: Path) -> None:
         )
         with pytest.raises(ServerError, match=f"port {port}.*already taken"):
             LocalNeo4j(settings).start()
-
-
-def test_start_explains_a_missing_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))  # neither java nor mvn
-    settings = Settings(
-        server={"home": tmp_path / "h", "bolt_port": free_port(), "http_port": free_port()}
-    )
-    with pytest.raises(ServerError, match="`java` was not found"):
-        LocalNeo4j(settings).start()

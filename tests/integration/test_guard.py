@@ -200,9 +200,11 @@ def test_unknown_relation_type_is_rejected(graph: Driver, settings: Settings) ->
 def test_relation_type_cache_refreshes_for_a_new_type(graph: Driver, settings: Settings) -> None:
     async def scenario(service: SearchService) -> None:
         assert "MONITORS" not in await service.guard.relation_types()
+        # As the writer does it: a long-tail predicate on RELATED, catalogued.
         graph.execute_query(
             "MATCH (a:Entity {id: 'auth'}), (b:Entity {id: 'payment'}) "
-            "CREATE (a)-[:MONITORS {weight: 0.5}]->(b)",
+            "CREATE (a)-[:RELATED {predicate: 'MONITORS', weight: 0.5}]->(b) "
+            "MERGE (:Predicate {name: 'MONITORS', stored_as: 'RELATED'})",
             database_=settings.neo4j.database,
         )
         result = await service.run_template(

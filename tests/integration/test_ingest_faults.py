@@ -123,7 +123,14 @@ def test_llm_that_only_fails_is_retried_then_reported_never_a_crash(
     assert len(summary["failures"]) == 3
     assert all(f["reason"] for f in summary["failures"])
     assert calls > 3  # retried before giving up
-    assert counts(clean_graph)[0] == 3  # the three documents, none marked complete
+    labels = clean_graph.execute_query(
+        "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n, count(n.sha256) AS complete"
+    ).records
+    # The three documents, none marked complete, and the model stamp: nothing else.
+    assert {r["label"]: (r["n"], r["complete"]) for r in labels} == {
+        "Document": (3, 0),
+        "KgMeta": (1, 0),
+    }
     done = clean_graph.execute_query(
         "MATCH (d:Document) WHERE d.sha256 IS NOT NULL RETURN count(d) AS n"
     ).records[0]["n"]

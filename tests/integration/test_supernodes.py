@@ -30,6 +30,7 @@ from kg.search import SearchService
 from kg.search_models import SearchRequest, TemplateResult
 from kg.settings import Settings
 from tests.apidata import wipe
+from tests.fixture_model import as_current_model
 
 DEGREE = 100_000
 BATCH = 10_000
@@ -149,6 +150,7 @@ def build_supernode_graph(driver: Driver, settings: Settings) -> None:
         database_=db,
     )
     driver.execute_query("CALL db.awaitIndexes(300)", database_=db)
+    as_current_model(driver, settings.neo4j.database)
 
 
 def memory_kb(field: str) -> int:

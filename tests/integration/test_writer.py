@@ -196,7 +196,7 @@ def test_lists_the_writer_grows_are_bounded(
         settings.neo4j.database,
         bounds=Bounds(max_aliases=5, max_alias_chars=20, max_chunk_ids=3),
     )
-    aliases = tuple(f"alias {i}" for i in range(20_000)) + ("x" * 100_000,)
+    aliases = (*(f"alias {i}" for i in range(20_000)), "x" * 100_000)
     writer.upsert_entities([EntityRow("a", "A", "T", aliases=aliases), EntityRow("b", "B", "T")])
     writer.upsert_entities([EntityRow("a", "A", "T", aliases=("late one",))])
     for i in range(10):

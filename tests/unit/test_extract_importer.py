@@ -132,11 +132,14 @@ def test_malformed_lines_reported_with_line_numbers(tmp_path: Path) -> None:
     assert sorted(by_line) == [1, 4, 5, 6, 7, 8, 12, 13, 14, 15]
     assert by_line[15].title == "Платформа"
     reasons = {n: [(x.where(), x.reason) for x in d.dropped] for n, d in by_line.items()}
-    assert reasons[1] == [] and reasons[15] == []
+    assert reasons[1] == []
+    assert reasons[15] == []
     for n in (4, 5, 6, 7, 8, 12, 13, 14):
         assert [w for w, _ in reasons[n]] == ["triplets[0]"], n
-        assert by_line[n].text == "x" and by_line[n].result.relations == []
-    assert "valid_from" in reasons[4][0][1] and "ISO date" in reasons[4][0][1]
+        assert by_line[n].text == "x"
+        assert by_line[n].result.relations == []
+    assert "valid_from" in reasons[4][0][1]
+    assert "ISO date" in reasons[4][0][1]
     assert reasons[5][0][1].startswith("weight")
     assert reasons[6][0][1].startswith("weight")
     assert reasons[7][0][1] == "predicate: Field required"

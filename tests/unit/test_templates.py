@@ -18,23 +18,23 @@ from kg.search import rrf
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
 PINNED = {
-    ("entity_neighborhood", "depth1"): "a85cd3d7dea880b1",
-    ("entity_neighborhood", "depth2"): "506792e633442de7",
-    ("entity_neighborhood", "depth3"): "174c2530fc843b4c",
-    ("seed_expansion", "depth1"): "a85cd3d7dea880b1",
-    ("seed_expansion", "depth2"): "506792e633442de7",
-    ("seed_expansion", "depth3"): "174c2530fc843b4c",
-    ("paths_between", "depth1"): "f826ccdfec36776e",
-    ("paths_between", "depth2"): "5e90df0af4b05c89",
-    ("paths_between", "depth3"): "b9e8b0cd69e18649",
+    ("entity_neighborhood", "depth1"): "63a121e18031008b",
+    ("entity_neighborhood", "depth2"): "5ab1c4dbbadddc2c",
+    ("entity_neighborhood", "depth3"): "a3145bfaa538166f",
+    ("seed_expansion", "depth1"): "63a121e18031008b",
+    ("seed_expansion", "depth2"): "5ab1c4dbbadddc2c",
+    ("seed_expansion", "depth3"): "a3145bfaa538166f",
+    ("paths_between", "depth1"): "26b6fa733c29fa9d",
+    ("paths_between", "depth2"): "48f4ee847f913f50",
+    ("paths_between", "depth3"): "386103bfccf503d9",
     ("entity_sources", "default"): "3b258d1da16435ce",
-    ("relations_valid_at", "default"): "fb995860bf18cb16",
+    ("relations_valid_at", "default"): "61a05322c2c17101",
     ("entity_by_id", "default"): "aa1503287628c1f6",
     ("entity_details", "default"): "c7288ccf8f5a4f32",
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
     ("chunks_by_vector", "default"): "d6d428732c05cdaf",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
-    ("relation_types", "default"): "990c96256d220916",
+    ("relation_types", "default"): "e301900dc3e6b64d",
 }
 
 
