@@ -118,7 +118,9 @@ def test_arrived_on_loopback(server: Any, local: bool) -> None:
         ({"require_auth": True, "api_keys": [KEY]}, ("127.0.0.1", 1), True, False),
     ],
 )
-def test_access_decision(api: dict[str, Any], server: Any, key_required: bool, refused: bool) -> None:
+def test_access_decision(
+    api: dict[str, Any], server: Any, key_required: bool, refused: bool
+) -> None:
     access = AccessPolicy.from_settings(_settings(**api).api).decide(server)
     assert access.key_required is key_required
     assert (access.refusal is not None) is refused
@@ -173,9 +175,7 @@ def test_host_name(host: str, name: str | None) -> None:
     "host",
     ["evil.example", "evil.example:8000", "127.0.0.1.nip.io:8000", "localhost.evil:8000", "[::2]"],
 )
-def test_rebinding_hosts_are_refused_when_auth_is_off(
-    loopback: TestClient[Any], host: str
-) -> None:
+def test_rebinding_hosts_are_refused_when_auth_is_off(loopback: TestClient[Any], host: str) -> None:
     for path in ("/templates", "/health", "/no/such/route"):
         resp = loopback.get(path, headers={"Host": host})
         assert resp.status_code == 421, (host, path, resp.text)

@@ -1,0 +1,91 @@
+"""Admission control against the real Neo4j: expensive calls and greedy clients cannot take
+every query slot, so a normal search from someone else still runs at once.
+
+The "expensive" queries are reads that keep the server busy until the query timeout stops
+them; before per-client caps and cost classes they held every slot and the cheap call waited
+for the whole timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from kg.cypher import admission
+from kg.cypher.admission import current_client
+from kg.cypher.params import NoParams
+from kg.cypher.templates import REGISTRY, Template
+from kg.errors import QueryTimeout
+from kg.search import SearchService
+from kg.settings import Settings
+from tests.graphdata import tuned, with_service
+
+_BURN = "UNWIND range(1, 2000000000) AS x WITH x WHERE x % 7919 = 7920 RETURN count(x) AS n"
+SLOW = Template(name="slow", description="test only: busy until the timeout",
+                params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
+SLOW_HEAVY = Template(name="slow_heavy", description="test only: heavy and busy",
+                      params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
+REG = REGISTRY.with_templates(SLOW, SLOW_HEAVY)
+QUERY_TIMEOUT_S = 3.0
+QUICK_S = 1.5  # far below QUERY_TIMEOUT_S: the cheap call did not wait for a slot
+
+
+@pytest.fixture(autouse=True)
+def heavy_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(admission, "HEAVY", {**admission.HEAVY, "slow_heavy": lambda _: True})
+
+
+def _settings(settings: Settings, *, per_client: int, heavy: int) -> Settings:
+    s = tuned(settings, max_concurrent_queries=3, query_timeout_s=QUERY_TIMEOUT_S,
+              queue_timeout_s=8.0)  # fmt: skip
+    api = s.api.model_copy(
+        update={"max_queries_per_client": per_client, "heavy_query_slots": heavy}
+    )
+    return s.model_copy(update={"api": api})
+
+
+async def _as(client: str, call: Callable[[], Awaitable[Any]]) -> Any:
+    current_client.set(client)  # this task's own context
+    return await call()
+
+
+async def _flood_then_measure(
+    service: SearchService, flood_template: str, floods: int
+) -> tuple[float, list[Any]]:
+    await service.run_template("entity_by_id", {"entity_id": "nobody"})  # warm: plan cached
+    flood = [
+        asyncio.create_task(_as("flood", lambda: service.run_template(flood_template, {})))
+        for _ in range(floods)
+    ]
+    await asyncio.sleep(0.5)  # the flood holds what it can get
+    started = time.monotonic()
+    cheap = await asyncio.gather(
+        *(
+            _as("user", lambda: service.run_template("entity_by_id", {"entity_id": "nobody"}))
+            for _ in range(2)
+        )
+    )
+    took = time.monotonic() - started
+    for task in flood:
+        task.cancel()
+    results = await asyncio.gather(*flood, return_exceptions=True)
+    await asyncio.sleep(QUERY_TIMEOUT_S)  # the server stops what was cancelled client-side
+    assert all(r.rows == [] for r in cheap)
+    return took, results
+
+
+def test_expensive_calls_leave_slots_for_cheap_ones(settings: Settings) -> None:
+    narrow = _settings(settings, per_client=3, heavy=1)
+    took, flood = with_service(narrow, lambda s: _flood_then_measure(s, "slow_heavy", 4), REG)
+    assert took < QUICK_S, f"cheap calls waited {took:.1f}s behind expensive ones"
+    assert all(isinstance(r, QueryTimeout | asyncio.CancelledError) for r in flood), flood
+
+
+def test_one_client_cannot_hold_every_slot(settings: Settings) -> None:
+    narrow = _settings(settings, per_client=2, heavy=1)
+    took, _ = with_service(narrow, lambda s: _flood_then_measure(s, "slow", 4), REG)
+    assert took < QUICK_S, f"another client's call waited {took:.1f}s behind a greedy client"
