@@ -7,8 +7,11 @@ descriptors of a test server. ``guarded_h11`` is uvicorn's own h11 protocol plus
 
 - **Header deadline**: a connection must deliver a complete request head within
   ``header_timeout_s`` of opening (or of its previous response); otherwise it is closed.
-- **Connection cap**: past ``max_connections`` open connections, a new one is closed at once
-  (cheap, and the process keeps descriptors for the clients it already serves).
+- **Connection cap**: past ``max_connections`` open connections, the one that has waited
+  longest for a request head is closed to make room (a slow client, or an idle keep-alive);
+  when every connection is busy with a request, the new one is closed instead. So a flood of
+  slow clients cannot lock out a client that sends a whole request at once, and the process
+  keeps descriptors for the requests it is serving.
 
 The body deadline is the app's (api/middleware.py), so it holds under any ASGI server.
 In production, still put a reverse proxy in front (docs/reliability.md shows nginx's settings).
@@ -35,11 +38,29 @@ class _GuardedH11(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
+        if len(self.connections) > self.max_connections and not self._evict_slowest():
             transport.close()
             return
         self._arm()
+
+    def _evict_slowest(self) -> bool:
+        """Close the connection that has waited longest for a request head, if any."""
+        waiting = [
+            c
+            for c in self.connections
+            if c is not self
+            and isinstance(c, _GuardedH11)
+            and c._head_deadline is not None
+            and not c.transport.is_closing()
+        ]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c._waiting_since)
+        oldest._disarm()
+        oldest.transport.close()
+        return True
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -57,6 +78,7 @@ class _GuardedH11(H11Protocol):
 
     def _arm(self) -> None:
         self._disarm()
+        self._waiting_since = self.loop.time()
         self._head_deadline = self.loop.call_later(self.header_timeout_s, self._head_timed_out)
 
     def _disarm(self) -> None:
@@ -85,7 +107,8 @@ def uvicorn_options(header_timeout_s: float, max_connections: int) -> dict[str, 
     return {
         "http": guarded_h11(header_timeout_s, max_connections),
         "timeout_keep_alive": KEEP_ALIVE_S,
-        "limit_concurrency": max_connections,
+        # not uvicorn's limit_concurrency: it counts idle connections too, and answers 503
+        # only once a request head has arrived, so slow clients would trip it for everyone
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
         "proxy_headers": False,
