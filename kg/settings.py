@@ -164,7 +164,7 @@ class WriteSettings(BaseModel):
         "single-valued ones and the ontology's).",
     )
     max_relation_types: int = Field(
-        64,
+        32,
         ge=0,
         le=1000,
         description="Cap on predicates promoted to their own relationship type by frequency; "

@@ -101,6 +101,25 @@ ON MATCH SET
     r.last_seen = $now
 """
 
+# Small groups of a typed predicate share this one text (the type is a parameter here, after
+# the same allowlist): planning a new text costs ~200 ms on the server, more than a dynamic-type
+# MERGE of a few dozen rows (docs/architecture.md, "Open vocabulary").
+_UPSERT_RELATIONS_DYNAMIC: LiteralString = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})
+MATCH (b:Entity {id: row.target})
+MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)
+ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
+ON MATCH SET
+    r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
+                         ELSE r.description END,
+    r.weight = CASE WHEN row.props.weight > r.weight THEN row.props.weight ELSE r.weight END,
+    r.chunk_ids = (r.chunk_ids
+                   + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
+    r.validTo = coalesce(row.props.validTo, r.validTo),
+    r.last_seen = $now
+"""
+
 # The predicate catalogue: one node per predicate ever written, with the type that stores it.
 _PREDICATES: LiteralString = """
 UNWIND $names AS name
@@ -270,7 +289,7 @@ class TypePolicy:
     """Which predicates get a relationship type of their own (the rest are RELATED)."""
 
     always: frozenset[str] = frozenset()  # single-valued, configured and ontology predicates
-    max_promoted: int = 64  # promoted by frequency, at most this many in the graph
+    max_promoted: int = 32  # promoted by frequency, at most this many in the graph
     min_count: int = 3  # a new predicate needs this many facts in one write to be promoted
 
 
@@ -284,6 +303,8 @@ class GraphWriter:
     single_valued: frozenset[str] = field(default_factory=frozenset)
     types: TypePolicy = field(default_factory=TypePolicy)
     bounds: Bounds = field(default_factory=Bounds)
+    # A typed group this large gets its own statement text; smaller ones share the dynamic one.
+    static_min_rows: int = 100
 
     # -- reads the pipeline needs ------------------------------------------------------------
 
@@ -383,8 +404,15 @@ class GraphWriter:
                 }
             )
         counts = WriteCounts()
+        small: list[dict[str, Any]] = []
         for rel_type, rows in sorted(by_type.items()):
-            counts.add(self._batched(_relations_query(rel_type), rows))
+            if rel_type != GENERIC_RELATION_TYPE and len(rows) < self.static_min_rows:
+                _relations_query(rel_type)  # the same allowlist check as a rendered text
+                small += [{**row, "type": rel_type} for row in rows]
+            else:
+                counts.add(self._batched(_relations_query(rel_type), rows))
+        if small:
+            counts.add(self._batched(_UPSERT_RELATIONS_DYNAMIC, small))
         counts.relations_written = len(merged)
         pairs = sorted(
             {(r.source, r.predicate) for r in merged if r.predicate in self.single_valued}
