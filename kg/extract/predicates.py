@@ -38,7 +38,7 @@ def normalize_predicate(value: str) -> str:
         head, _, rest = text.partition("_")
         text = rest if head and not head[0].isalpha() else text[1:]
     text = text.upper()[:MAX_PREDICATE_LENGTH].rstrip("_")
-    text = "_".join(_fold_confusables(word) for word in text.split("_"))
+    text = _fold_confusables(text)
     if not text or not is_relation_type(text):
         raise ValueError(f"predicate {value!r} has no usable letters")
     return text
@@ -52,19 +52,35 @@ def _script(ch: str) -> str | None:
     return None
 
 
-def _fold_confusables(word: str) -> str:
-    """Rewrite look-alike letters into the script most of the word's letters are in."""
-    scripts = [s for s in map(_script, word) if s is not None]
+def _majority(text: str) -> str | None:
+    scripts = [s for s in map(_script, text) if s is not None]
     latin, cyrillic = scripts.count("latin"), scripts.count("cyrillic")
-    if not latin or not cyrillic:
-        return word
-    if latin > cyrillic or (
-        latin == cyrillic and all(c in _CYRILLIC_TO_LATIN for c in word if _script(c) == "cyrillic")
-    ):
-        table = _CYRILLIC_TO_LATIN
-    else:
-        table = _LATIN_TO_CYRILLIC
-    return "".join(table.get(ch, ch) for ch in word)
+    if latin == cyrillic:
+        return None
+    return "latin" if latin > cyrillic else "cyrillic"
+
+
+def _fold_confusables(text: str) -> str:
+    """Rewrite look-alike letters into the script of their word (or of the whole predicate).
+
+    A word mixing scripts takes its majority script; a word made only of letters that exist in
+    both scripts (``OT``, ``API``) takes the whole predicate's majority script.
+    """
+    overall = _majority(text)
+    words = []
+    for word in text.split("_"):
+        scripts = {s for s in map(_script, word) if s is not None}
+        ambiguous = all(c in _CYRILLIC_TO_LATIN or c in _LATIN_TO_CYRILLIC
+                        for c in word if _script(c) is not None)  # fmt: skip
+        target = _majority(word) if len(scripts) > 1 else None
+        if target is None and (len(scripts) > 1 or ambiguous):
+            target = overall
+        if target == "latin":
+            word = "".join(_CYRILLIC_TO_LATIN.get(c, c) for c in word)
+        elif target == "cyrillic":
+            word = "".join(_LATIN_TO_CYRILLIC.get(c, c) for c in word)
+        words.append(word)
+    return "_".join(words)
 
 
 def _split_camel(text: str) -> str:
