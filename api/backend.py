@@ -20,7 +20,14 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from kg.errors import Overloaded, StoreError, StoreUnavailable
 from kg.redact import scrub, settings_secrets
-from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
+from kg.search_models import (
+    EntityDetail,
+    Neighborhood,
+    SearchRequest,
+    SearchResponse,
+    TemplateInfo,
+    TemplateResult,
+)
 from kg.settings import Settings
 
 logger = logging.getLogger("kg.api")
@@ -82,9 +89,9 @@ class SearchBackend(Protocol):
 
     async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
 
-    async def get_entity(self, entity_id: str) -> dict[str, Any]: ...
+    async def get_entity(self, entity_id: str) -> EntityDetail: ...
 
-    async def neighborhood(self, entity_id: str, depth: int) -> dict[str, Any]: ...
+    async def neighborhood(self, entity_id: str, depth: int) -> Neighborhood: ...
 
     def templates(self) -> list[TemplateInfo]: ...
 

@@ -35,7 +35,9 @@ from kg.graph.meta import check_current_async
 from kg.resolve import Embedder
 from kg.search_models import (
     ChunkHit,
+    EntityDetail,
     EntityHit,
+    Neighborhood,
     RelationHit,
     SearchRequest,
     SearchResponse,
@@ -276,13 +278,14 @@ class SearchService:
         """Run one registry template by name with validated parameters."""
         return await self.guard.run(name, params)
 
-    async def get_entity(self, entity_id: str) -> dict[str, Any]:
+    async def get_entity(self, entity_id: str) -> EntityDetail:
         """The entity with its degree and mention count; NotFoundError when absent."""
         result = await self.guard.run("entity_by_id", {"entity_id": entity_id})
         if not result.rows:
             raise NotFoundError(f"no entity with id {entity_id[:200]!r}")
         row = result.rows[0]
-        return {**row["entity"], "degree": row["degree"], "mentions": row["mentions"]}
+        entity = {k: v for k, v in row["entity"].items() if v is not None}
+        return EntityDetail(**entity, degree=row["degree"], mentions=row["mentions"])
 
     async def neighborhood(
         self,
@@ -292,8 +295,8 @@ class SearchService:
         as_of: date | datetime | None = None,
         relation_types: list[str] | None = None,
         limit: int | None = None,
-    ) -> dict[str, Any]:
-        """An entity's ranked neighbourhood: ``{entity, entities, relations, truncated}``."""
+    ) -> Neighborhood:
+        """An entity's ranked neighbourhood within ``depth`` hops."""
         params: dict[str, Any] = {
             "entity_id": entity_id,
             "depth": depth,
@@ -305,15 +308,19 @@ class SearchService:
         }
         result = await self.guard.run("entity_neighborhood", params)
         entity = await self.get_entity(entity_id)
-        ranked = rank_expansion({entity_id: (1.0, entity)}, result.rows, self._weights)
+        ranked = rank_expansion(
+            {entity_id: (1.0, entity.model_dump())}, result.rows, self._weights
+        )
         others = [e for e in ranked.entities if e.id != entity_id]
         details = await self._details([e.id for e in others[:200]])
-        return {
-            "entity": entity,
-            "entities": [e.model_dump() | details.get(e.id, {}) for e in others],
-            "relations": [r.model_dump() for r in ranked.relations],
-            "truncated": result.truncated,
-        }
+        return Neighborhood(
+            entity=entity,
+            entities=[
+                EntityHit.model_validate(e.model_dump() | details.get(e.id, {})) for e in others
+            ],
+            relations=ranked.relations,
+            truncated=result.truncated,
+        )
 
     async def local_search(self, req: SearchRequest) -> SearchResponse:
         """Answer one question; see the module docstring for the three modes."""

@@ -96,6 +96,27 @@ class SearchResponse(BaseModel):
     took_ms: float
 
 
+class EntityDetail(BaseModel):
+    """One entity as ``GET /entities/{id}`` returns it (never its embedding)."""
+
+    id: str
+    name: str
+    type: str
+    description: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    degree: int = Field(description="Relationships of any kind, both directions.")
+    mentions: int = Field(description="Chunks that mention the entity.")
+
+
+class Neighborhood(BaseModel):
+    """An entity's ranked neighbourhood within ``depth`` hops."""
+
+    entity: EntityDetail
+    entities: list[EntityHit]
+    relations: list[RelationHit]
+    truncated: bool = Field(description="True when the row cap cut the expansion short.")
+
+
 class TemplateInfo(BaseModel):
     name: str
     description: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get
 from litestar.di import NamedDependency
@@ -10,6 +10,7 @@ from litestar.params import PathParameter, QueryParameter
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
+from kg.search_models import EntityDetail, Neighborhood
 
 #: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
 EntityId = Annotated[
@@ -32,7 +33,7 @@ class EntityController(Controller):
     )
     async def get_entity(
         self, entity_id: EntityId, service: NamedDependency[SearchBackend]
-    ) -> dict[str, Any]:
+    ) -> EntityDetail:
         return await service.get_entity(entity_id)
 
     @get(
@@ -44,5 +45,5 @@ class EntityController(Controller):
     )
     async def neighborhood(
         self, entity_id: EntityId, service: NamedDependency[SearchBackend], depth: Depth = 2
-    ) -> dict[str, Any]:
+    ) -> Neighborhood:
         return await service.neighborhood(entity_id, depth)

@@ -14,6 +14,7 @@ A chunk either yields a whole result or is recorded as failed with a reason: not
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import random
@@ -190,8 +191,19 @@ class Extractor:
         on_done: Callable[[ChunkOutcome], None] | None = None,
         on_error: Literal["record", "raise"] = "record",
     ) -> ExtractionRun:
-        """Blocking wrapper for callers without an event loop (the CLI)."""
-        return asyncio.run(self.extract_chunks(chunks, on_done=on_done, on_error=on_error))
+        """Blocking wrapper; works with or without an event loop running in this thread."""
+
+        def run() -> ExtractionRun:
+            return asyncio.run(self.extract_chunks(chunks, on_done=on_done, on_error=on_error))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return run()
+        # Called from inside a running loop (a notebook, an async app): asyncio.run would
+        # refuse, so the extraction gets its own loop on a worker thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(run).result()
 
     async def extract_chunks(
         self,

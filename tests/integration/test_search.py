@@ -12,7 +12,7 @@ from neo4j import Driver
 
 from kg.errors import NotFoundError
 from kg.search import SearchService
-from kg.search_models import SearchRequest, SearchResponse
+from kg.search_models import EntityDetail, Neighborhood, SearchRequest, SearchResponse
 from kg.settings import Settings
 from tests.graphdata import tuned, with_service, write_test_graph
 
@@ -139,15 +139,15 @@ def test_a_question_matching_nothing_returns_empty_lists(
 
 
 def test_entity_neighborhood_and_lookup(graph: Driver, settings: Settings) -> None:
-    async def scenario(service: SearchService) -> tuple[dict[str, object], dict[str, object]]:
+    async def scenario(service: SearchService) -> tuple[EntityDetail, Neighborhood]:
         return await service.get_entity("ledger"), await service.neighborhood("ledger", 2)
 
     entity, hood = with_service(settings, scenario)
-    assert entity["name"] == "Ledger DB"
-    assert entity["degree"] == 4  # DEPENDS_ON, OWNED_BY, and two MENTIONS
-    assert entity["mentions"] == 2
-    assert hood["entity"]["id"] == "ledger"  # type: ignore[index]
-    reached = {e["id"]: e["hops"] for e in hood["entities"]}  # type: ignore[attr-defined]
+    assert entity.name == "Ledger DB"
+    assert entity.degree == 4  # DEPENDS_ON, OWNED_BY, and two MENTIONS
+    assert entity.mentions == 2
+    assert hood.entity.id == "ledger"
+    reached = {e.id: e.hops for e in hood.entities}
     assert reached["payment"] == 1
     assert reached["acme"] == 2
     with pytest.raises(NotFoundError):

@@ -258,8 +258,8 @@ async def exercise(settings: Settings, skip: frozenset[str] = frozenset()) -> li
             call, hood = await _timed(
                 f"neighborhood d{depth}", row_cap, lambda d=depth: service.neighborhood(HUB, d)
             )
-            assert hood["entity"]["degree"] >= DEGREE
-            assert len(hood["relations"]) <= row_cap
+            assert hood.entity.degree >= DEGREE
+            assert len(hood.relations) <= row_cap
             calls.append(
                 Call(call.label, call.ms, len(hood["relations"]), row_cap, hood["truncated"])
             )

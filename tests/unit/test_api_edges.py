@@ -21,7 +21,14 @@ from api.auth import AccessPolicy, arrived_on_loopback, host_name, is_json_media
 from api.logs import RepeatFilter
 from kg.errors import ClientBusy, Overloaded, QueryRejected
 from kg.redact import RedactFilter, env_secrets, scrub, settings_secrets
-from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
+from kg.search_models import (
+    EntityDetail,
+    Neighborhood,
+    SearchRequest,
+    SearchResponse,
+    TemplateInfo,
+    TemplateResult,
+)
 from kg.settings import Settings
 
 KEY = "edge-key-5b1e"
@@ -46,11 +53,12 @@ class StandIn:
     async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult:
         return TemplateResult(template=name, rows=[], truncated=False, took_ms=0.1)
 
-    async def get_entity(self, entity_id: str) -> dict[str, Any]:
-        return {"id": entity_id}
+    async def get_entity(self, entity_id: str) -> EntityDetail:
+        return EntityDetail(id=entity_id, name="n", type="t", degree=0, mentions=0)
 
-    async def neighborhood(self, entity_id: str, depth: int) -> dict[str, Any]:
-        return {"id": entity_id}
+    async def neighborhood(self, entity_id: str, depth: int) -> Neighborhood:
+        entity = EntityDetail(id=entity_id, name="n", type="t", degree=0, mentions=0)
+        return Neighborhood(entity=entity, entities=[], relations=[], truncated=False)
 
     def templates(self) -> list[TemplateInfo]:
         return [TemplateInfo(name="t", description="d", parameters={}, row_cap=1)]

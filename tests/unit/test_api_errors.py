@@ -26,7 +26,14 @@ from kg.errors import (
     StoreError,
     StoreUnavailable,
 )
-from kg.search_models import SearchRequest, SearchResponse, TemplateInfo, TemplateResult
+from kg.search_models import (
+    EntityDetail,
+    Neighborhood,
+    SearchRequest,
+    SearchResponse,
+    TemplateInfo,
+    TemplateResult,
+)
 from kg.settings import Settings
 
 PASSWORD = "unit-neo4j-password-7f3a"
@@ -93,7 +100,7 @@ class StandIn:
             raise NotFoundError(f"unknown template {name!r}")
         raise QueryRejected("bad", [{"field": "depth", "reason": "must be 1..3"}])
 
-    async def get_entity(self, entity_id: str) -> dict[str, Any]:
+    async def get_entity(self, entity_id: str) -> EntityDetail:
         failures: dict[str, Exception] = {
             "boom": RuntimeError(f"leak {PASSWORD}"),
             "slow": QueryTimeout("slow"),
@@ -104,8 +111,9 @@ class StandIn:
             raise failures[entity_id]
         raise NotFoundError(f"no entity {entity_id!r}")
 
-    async def neighborhood(self, entity_id: str, depth: int) -> dict[str, Any]:
-        return {"id": entity_id, "depth": depth}
+    async def neighborhood(self, entity_id: str, depth: int) -> Neighborhood:
+        entity = EntityDetail(id=entity_id, name="n", type="t", degree=depth, mentions=0)
+        return Neighborhood(entity=entity, entities=[], relations=[], truncated=False)
 
     def templates(self) -> list[TemplateInfo]:
         return [TemplateInfo(name="known", description="d", parameters={}, row_cap=1)]
