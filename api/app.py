@@ -26,8 +26,8 @@ from api.routes.entities import EntityController
 from api.routes.health import HealthController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
+from kg.client import AsyncKnowledgeGraph
 from kg.errors import ConfigError
-from kg.graph.driver import open_async_driver
 from kg.redact import scrub, settings_secrets
 from kg.settings import Settings
 
@@ -88,20 +88,23 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         logs.install(secrets)
         _log_access_policy(policy)
+        graph = AsyncKnowledgeGraph(settings)
         try:
-            driver = open_async_driver(settings.neo4j)
+            await graph.open()
         except (ValueError, DriverError) as exc:  # a malformed URI, e.g. one holding a password
             raise ConfigError(
                 f"cannot use KG_NEO4J__URI: {scrub(str(exc), secrets)}; put the user and "
                 "password in KG_NEO4J__USERNAME / KG_NEO4J__PASSWORD"
             ) from None
         try:
-            backend = Backend(driver, factory(driver, settings), settings)
+            driver = graph.async_driver
+            service = factory(driver, settings) if service_factory else graph.service
+            backend = Backend(driver, service, settings)
             app.state.backend = backend
             await backend.try_startup()
             yield
         finally:
-            await driver.close()
+            await graph.aclose()
 
     app = Litestar(
         route_handlers=[SearchController, EntityController, TemplateController, HealthController],

@@ -102,11 +102,10 @@ ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
 
 
 def default_service_factory(driver: AsyncDriver, settings: Settings) -> SearchBackend:
-    """The real service; imported here so the API module loads without the use-case layer."""
-    from kg.resolve import make_embedder
-    from kg.search import SearchService
+    """The real service, from the library surface (imported late: it loads the whole stack)."""
+    from kg.client import search_service
 
-    service: SearchBackend = SearchService(driver, settings, make_embedder(settings.resolve))
+    service: SearchBackend = search_service(driver, settings)
     return service
 
 

@@ -18,12 +18,8 @@ from rich.console import Console
 from cli.ingest_cmd import summary_table
 from cli.progress import RichProgress
 from cli.search_cmd import _print, _search
-from kg.errors import ConfigError
-from kg.graph.schema import apply_schema
-from kg.graph.server import LocalNeo4j
-from kg.ingest import ingest, opened
-from kg.search_models import SearchRequest
-from kg.settings import Settings
+from kg import ConfigError, KnowledgeGraph, SearchRequest, Settings
+from kg.client import local_server
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUESTION = "What does Checkout Web depend on, and who owns AuthService?"
@@ -43,21 +39,17 @@ def example(
     external = any(os.environ.get(v) for v in ("NEO4J_URI", "KG_NEO4J__URI"))
     browser = None
     if not external:
-        server = LocalNeo4j(settings)
+        server = local_server(settings)
         with console.status("starting the local Neo4j (the first run fetches its jars)..."):
             status = server.start()
         console.print(f"Neo4j {status.describe()}")
         settings.neo4j.uri = status.bolt_uri
         browser = status.browser_url
-    with opened(settings) as driver:
-        apply_schema(
-            driver,
-            database=settings.neo4j.database,
-            dimension=settings.resolve.embedding_dim,
-            folder=settings.schema_dir,
-        )
-        with RichProgress(console, enabled=console.is_terminal) as progress:
-            summary = ingest(settings, driver, folder, triplets=triplets, progress=progress)
+    with (
+        KnowledgeGraph(settings) as graph,
+        RichProgress(console, enabled=console.is_terminal) as progress,
+    ):
+        summary = graph.ingest(folder, triplets=triplets, progress=progress)
     console.print(summary_table(summary))
     console.print(f"\n[bold]kg search[/] {question!r}")
     response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))

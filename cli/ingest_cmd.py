@@ -6,16 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 from cyclopts import Parameter
-from neo4j.exceptions import DriverError, Neo4jError
 from rich.console import Console
 from rich.table import Table
 
 from cli.progress import RichProgress
-from kg.errors import StoreError
-from kg.graph.schema import apply_schema
-from kg.ingest import IngestSummary, opened, summary_json
-from kg.ingest import ingest as run_ingest
-from kg.settings import Settings
+from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
+from kg.ingest import summary_json
 
 
 def ingest(
@@ -68,34 +64,20 @@ def ingest(
     if not path.exists():
         console.print(f"[bold red]error:[/] {path} does not exist")
         return 1
-    try:
-        with opened(settings) as driver:
-            apply_schema(
-                driver,
-                database=settings.neo4j.database,
-                dimension=settings.resolve.embedding_dim,
-                folder=settings.schema_dir,
-            )
-            with RichProgress(console, enabled=not json and console.is_terminal) as progress:
-                summary = run_ingest(
-                    settings,
-                    driver,
-                    path,
-                    triplets=triplets,
-                    namespace=namespace,
-                    include=include or (),
-                    exclude=exclude or (),
-                    prune=prune,
-                    dry_run=dry_run,
-                    progress=progress,
-                    # passed only when asked, so the default call never depends on it
-                    **({"follow_symlinks": True} if follow_symlinks else {}),
-                )
-    except (Neo4jError, DriverError) as exc:
-        raise StoreError(
-            f"Neo4j failed during ingest ({type(exc).__name__}: {exc}); what was written is "
-            "consistent: run the same command again to finish"
-        ) from exc
+    options = IngestOptions(
+        triplets=triplets,
+        namespace=namespace,
+        include=include or (),
+        exclude=exclude or (),
+        prune=prune,
+        dry_run=dry_run,
+        follow_symlinks=follow_symlinks,
+    )
+    with (
+        KnowledgeGraph(settings) as graph,
+        RichProgress(console, enabled=not json and console.is_terminal) as progress,
+    ):
+        summary = graph.ingest(path, options=options, progress=progress)
     if json:
         print(summary_json(summary))  # noqa: T201 - the command's output
     else:

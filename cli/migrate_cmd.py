@@ -8,12 +8,8 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg.graph.driver import open_driver, verify
-from kg.graph.meta import MODEL_VERSION, read_model
-from kg.graph.migrate import migrate as run_migrate
-from kg.graph.schema import apply_schema
-from kg.ingest import make_writer
-from kg.settings import Settings
+from kg import KnowledgeGraph
+from kg.client import MODEL_VERSION
 
 
 def migrate(
@@ -26,22 +22,13 @@ def migrate(
     Documents are marked for rewriting: run the same `kg ingest` commands afterwards and each
     document is written again in the new form. Exit code 0 when the graph is current.
     """
-    settings = Settings()
     console = Console(stderr=json)
-    with open_driver(settings.neo4j) as driver:
-        verify(driver, settings.neo4j)
-        database = settings.neo4j.database
+    with KnowledgeGraph() as graph:
         if check:
-            found = read_model(driver, database).effective
+            found = graph.migrate(check=True).from_version
             console.print(f"graph model: {found or 'empty'}; this kg writes model {MODEL_VERSION}")
             return 0 if found in (None, MODEL_VERSION) else 2
-        apply_schema(
-            driver,
-            database=database,
-            dimension=settings.resolve.embedding_dim,
-            folder=settings.schema_dir,
-        )
-        report = run_migrate(driver, database, make_writer(settings, driver))
+        report = graph.migrate()
     if json:
         print(jsonlib.dumps(report.to_dict(), sort_keys=True))  # noqa: T201 - the output
     else:

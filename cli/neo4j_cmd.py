@@ -5,7 +5,7 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
-from kg.graph.server import LocalNeo4j
+from kg.client import local_server
 from kg.settings import Settings
 
 app = App(
@@ -18,7 +18,7 @@ console = Console()
 @app.command
 def start() -> int:
     """Start Neo4j (fetches its jars once), wait until Bolt and HTTP answer."""
-    server = LocalNeo4j(Settings())
+    server = local_server(Settings())
     server.ensure_jars()  # the first run fetches ~150 MB of jars, with a progress bar
     with console.status("starting Neo4j..."):
         status = server.start()
@@ -30,7 +30,7 @@ def start() -> int:
 @app.command
 def stop() -> int:
     """Stop the local server cleanly."""
-    server = LocalNeo4j(Settings())
+    server = local_server(Settings())
     console.print("Neo4j stopped" if server.stop() else "Neo4j was not running")
     return 0
 
@@ -38,7 +38,7 @@ def stop() -> int:
 @app.command
 def status() -> int:
     """Say whether the local server runs and answers. Exit code 3 when stopped."""
-    state = LocalNeo4j(Settings()).status()
+    state = local_server(Settings()).status()
     console.print(f"Neo4j {state.describe()}")
     return 0 if state.running else 3
 
@@ -46,5 +46,5 @@ def status() -> int:
 @app.command
 def logs(lines: int = 40) -> int:
     """Print the tail of the server's logs."""
-    console.print(LocalNeo4j(Settings()).log_tail(lines), highlight=False, markup=False)
+    console.print(local_server(Settings()).log_tail(lines), highlight=False, markup=False)
     return 0

@@ -5,9 +5,8 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
-from kg.graph.driver import open_driver, verify
-from kg.graph.schema import apply_schema, read_statements
-from kg.settings import Settings
+from kg import KnowledgeGraph, Settings
+from kg.client import schema_statements
 
 app = App(name="schema", help="Constraints and indexes.")
 console = Console()
@@ -16,15 +15,8 @@ console = Console()
 @app.command
 def apply() -> int:
     """Create missing constraints and indexes; report what was created."""
-    settings = Settings()
-    with open_driver(settings.neo4j) as driver:
-        verify(driver, settings.neo4j)
-        report = apply_schema(
-            driver,
-            database=settings.neo4j.database,
-            dimension=settings.resolve.embedding_dim,
-            folder=settings.schema_dir,
-        )
+    with KnowledgeGraph() as graph:
+        report = graph.apply_schema()
     if report.created:
         console.print(f"created {len(report.created)}: " + ", ".join(report.created))
     else:
@@ -35,6 +27,6 @@ def apply() -> int:
 @app.command
 def show() -> int:
     """Print the statements that ``apply`` runs."""
-    for statement in read_statements(Settings().schema_dir):
+    for statement in schema_statements(Settings()):
         console.print(statement + ";", highlight=False, markup=False)
     return 0

@@ -14,13 +14,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from kg.cypher.guard import validation_errors
-from kg.errors import QueryRejected
-from kg.graph.driver import open_async_driver
-from kg.resolve import make_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest, SearchResponse
-from kg.settings import Settings
+from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
+from kg.errors import validation_errors
 
 console = Console()
 err_console = Console(stderr=True)
@@ -85,13 +80,9 @@ def search(
 
 
 async def _search(settings: Settings, request: SearchRequest) -> SearchResponse:
-    driver = open_async_driver(settings.neo4j)
-    try:
-        service = SearchService(driver, settings, make_embedder(settings.resolve))
-        await service.check_model()
-        return await service.local_search(request)
-    finally:
-        await driver.close()
+    async with AsyncKnowledgeGraph(settings) as graph:
+        await graph.check_model()
+        return await graph.search_request(request)
 
 
 def _invalid(errors: list[dict[str, str]]) -> int:

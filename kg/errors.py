@@ -18,6 +18,9 @@ KGError
 
 from __future__ import annotations
 
+from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
+from pydantic import ValidationError
+
 
 class KGError(Exception):
     """Base of every error kg raises on purpose."""
@@ -77,3 +80,60 @@ class GraphModelError(StoreError):
 
 class ClientBusy(Overloaded):
     """One client already holds its share of the query slots; the others keep theirs."""
+
+
+# -- translation at the library edge: one place for reads and writes ----------------------------
+
+_TIMEOUT_CODES = (
+    "Neo.ClientError.Transaction.TransactionTimedOut",  # also ...TimedOutClientConfiguration
+)
+
+
+def validation_errors(exc: ValidationError) -> list[dict[str, str]]:
+    """Pydantic errors as ``{"field", "reason"}`` pairs (the shape QueryRejected carries).
+
+    The field is the parameter name plus list positions (``relation_types.0``); the tags
+    pydantic adds for union members (``as_of.date``) are dropped and their reasons joined.
+    """
+    reasons: dict[str, list[str]] = {}
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = err["loc"]
+        head = str(loc[0]) if loc else "params"
+        field = head + "".join(f".{p}" for p in loc[1:] if isinstance(p, int))
+        bucket = reasons.setdefault(field, [])
+        if err["msg"] not in bucket:
+            bucket.append(err["msg"])
+    return [{"field": f, "reason": "; ".join(r)} for f, r in reasons.items()]
+
+
+def rejected(exc: ValidationError, what: str) -> QueryRejected:
+    errors = validation_errors(exc)
+    fields = ", ".join(e["field"] for e in errors)
+    return QueryRejected(f"invalid parameters for {what}: {fields}", errors=errors)
+
+
+def translate(exc: BaseException, what: str) -> KGError:
+    """A driver or server failure as the kg error a surface maps to a status code."""
+    if isinstance(exc, TimeoutError):
+        return QueryTimeout(f"{what} did not finish in time and was stopped")
+    if isinstance(exc, ServiceUnavailable | SessionExpired | ConnectionError):
+        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
+    if isinstance(exc, AuthError):
+        return StoreError(f"Neo4j refused the credentials ({what})")
+    if isinstance(exc, Neo4jError):
+        code = exc.code or ""
+        if "MemoryPoolOutOfMemoryError" in code:
+            return QueryRejected(
+                f"{what} needs more memory than the server allows per query",
+                errors=[{"field": "depth", "reason": "too much to expand: lower depth, limit "
+                         "or fanout, or filter by relation_types"}],
+            )  # fmt: skip
+        if code.startswith(_TIMEOUT_CODES):
+            return QueryTimeout(
+                f"{what} ran past its time bound and the server stopped it ({code}); "
+                "narrow it (lower depth, limit or a relation-type filter)"
+            )
+        return StoreError(f"{what} failed: {code}: {exc.message}")
+    if isinstance(exc, DriverError | OSError):
+        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
+    return StoreError(f"{what} failed: {exc!r}")

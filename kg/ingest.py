@@ -51,7 +51,8 @@ from kg.graph.writer import (
     WriteCounts,
 )
 from kg.models import Chunk, Document, Mention
-from kg.resolve import Resolver, make_embedder
+from kg.resolve import Embedder, Resolver, make_embedder
+from kg.resolve.adjudicate import Adjudicator, make_adjudicator
 from kg.resolve.resolver import Resolution
 from kg.settings import Settings
 
@@ -193,9 +194,16 @@ def ingest(
     exclude: Sequence[str] = (),
     prune: bool = False,
     dry_run: bool = False,
+    follow_symlinks: bool = False,
     progress: Progress | None = None,
+    embedder: Embedder | None = None,
+    adjudicator: Adjudicator | None = None,
 ) -> IngestSummary:
-    """Run the whole pipeline over ``path``; see the module docstring for the guarantees."""
+    """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
+
+    ``embedder`` and ``adjudicator`` replace the ones settings would build (a seam for callers
+    with their own); the adjudicator is built when ``resolve.llm_adjudication`` is on.
+    """
     started = time.monotonic()
     progress = progress or _Silent()
     root = path.resolve()
@@ -206,7 +214,9 @@ def ingest(
     ensure_current(driver, settings.neo4j.database, write=not dry_run)
 
     with clock.stage("load"):
-        plan = _plan(settings, writer, root, source, triplets, include, exclude, summary)
+        plan = _plan(
+            settings, writer, root, source, triplets, include, exclude, follow_symlinks, summary
+        )
     with clock.stage("chunk", len(plan.todo)):
         _chunk(settings, plan, summary, progress)
     if dry_run:
@@ -228,8 +238,10 @@ def ingest(
     summary.documents_incomplete = len(incomplete)
 
     with clock.stage("resolve"):
-        embedder = make_embedder(settings.resolve)
-        resolver = Resolver(settings.resolve, embedder)
+        embedder = embedder or make_embedder(settings.resolve)
+        resolver = Resolver(
+            settings.resolve, embedder, adjudicator or make_adjudicator(settings)
+        )
         resolver.add_known(writer.known_entities())
         mentions, keys = _mentions(facts)
         resolution = resolver.resolve(mentions)
@@ -258,6 +270,7 @@ def _plan(
     triplets: Path | None,
     include: Sequence[str],
     exclude: Sequence[str],
+    follow_symlinks: bool,
     summary: IngestSummary,
 ) -> _Plan:
     """Load the documents and compare them with what the graph holds for this source."""
@@ -265,7 +278,11 @@ def _plan(
         documents, imported = _imported_documents(triplets, summary)
     else:
         loaded = load_folder(
-            root, include=include, exclude=exclude, max_file_bytes=settings.extract.max_file_bytes
+            root,
+            include=include,
+            exclude=exclude,
+            max_file_bytes=settings.extract.max_file_bytes,
+            follow_symlinks=follow_symlinks,
         )
         documents, imported = list(loaded.documents), {}
         summary.skipped = [{"path": s.path, "reason": s.reason} for s in loaded.skipped]

@@ -24,13 +24,6 @@ from dataclasses import dataclass
 from typing import Any, LiteralString
 
 from neo4j import READ_ACCESS, AsyncDriver, AsyncManagedTransaction, NotificationMinimumSeverity
-from neo4j.exceptions import (
-    AuthError,
-    DriverError,
-    Neo4jError,
-    ServiceUnavailable,
-    SessionExpired,
-)
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -41,41 +34,14 @@ from kg.errors import (
     ConfigError,
     KGError,
     QueryRejected,
-    QueryTimeout,
-    StoreError,
-    StoreUnavailable,
+    rejected,
+    translate,
 )
 from kg.search_models import TemplateResult
 from kg.settings import Settings
 
-_TIMEOUT_CODES = (
-    "Neo.ClientError.Transaction.TransactionTimedOut",  # also ...TimedOutClientConfiguration
-)
 # How long past the server-side timeout the client waits before giving up on its own.
 _CLIENT_GRACE_S = 2.0
-
-
-def validation_errors(exc: ValidationError) -> list[dict[str, str]]:
-    """Pydantic errors as ``{"field", "reason"}`` pairs (the shape QueryRejected carries).
-
-    The field is the parameter name plus list positions (``relation_types.0``); the tags
-    pydantic adds for union members (``as_of.date``) are dropped and their reasons joined.
-    """
-    reasons: dict[str, list[str]] = {}
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = err["loc"]
-        head = str(loc[0]) if loc else "params"
-        field = head + "".join(f".{p}" for p in loc[1:] if isinstance(p, int))
-        bucket = reasons.setdefault(field, [])
-        if err["msg"] not in bucket:
-            bucket.append(err["msg"])
-    return [{"field": f, "reason": "; ".join(r)} for f, r in reasons.items()]
-
-
-def rejected(exc: ValidationError, what: str) -> QueryRejected:
-    errors = validation_errors(exc)
-    fields = ", ".join(e["field"] for e in errors)
-    return QueryRejected(f"invalid parameters for {what}: {fields}", errors=errors)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -92,33 +58,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, Date | DateTime | Time | Duration):
         return value.iso_format()
     return value
-
-
-def translate(exc: BaseException, what: str) -> KGError:
-    """A driver or server failure as the kg error a surface maps to a status code."""
-    if isinstance(exc, TimeoutError):
-        return QueryTimeout(f"{what} did not finish in time and was stopped")
-    if isinstance(exc, ServiceUnavailable | SessionExpired | ConnectionError):
-        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
-    if isinstance(exc, AuthError):
-        return StoreError(f"Neo4j refused the credentials ({what})")
-    if isinstance(exc, Neo4jError):
-        code = exc.code or ""
-        if "MemoryPoolOutOfMemoryError" in code:
-            return QueryRejected(
-                f"{what} needs more memory than the server allows per query",
-                errors=[{"field": "depth", "reason": "too much to expand: lower depth, limit "
-                         "or fanout, or filter by relation_types"}],
-            )  # fmt: skip
-        if code.startswith(_TIMEOUT_CODES):
-            return QueryTimeout(
-                f"{what} ran past its time bound and the server stopped it ({code}); "
-                "narrow it (lower depth, limit or a relation-type filter)"
-            )
-        return StoreError(f"{what} failed: {code}: {exc.message}")
-    if isinstance(exc, DriverError | OSError):
-        return StoreUnavailable(f"Neo4j does not answer ({what}): {exc}")
-    return StoreError(f"{what} failed: {exc!r}")
 
 
 @dataclass(frozen=True)

@@ -203,7 +203,7 @@ def test_busy_is_a_503_that_says_so_and_asks_for_a_quick_retry() -> None:
 def test_server_memory_limit_is_a_422_naming_what_to_lower() -> None:
     from neo4j.exceptions import TransientError
 
-    from kg.cypher.guard import translate
+    from kg.errors import translate
 
     err = TransientError("The allocation of an extra 2 MiB would use more than the limit")
     err._neo4j_code = "Neo.TransientError.General.MemoryPoolOutOfMemoryError"  # type: ignore[attr-defined]

@@ -1,0 +1,506 @@
+"""The library surface: ``KnowledgeGraph`` and ``AsyncKnowledgeGraph``, twins in the httpx manner.
+
+::
+
+    from kg import KnowledgeGraph
+
+    with KnowledgeGraph() as graph:              # Settings() from KG_* variables and .env
+        graph.ingest("docs/", triplets="facts.jsonl")
+        print(graph.search("Who owns AuthService?").entities[0].name)
+
+This is the one composition root: it builds the driver(s), the embedder, the writer, the
+resolver's adjudicator and the search service from :class:`~kg.settings.Settings`; the CLI,
+the API and the MCP server call only this (or the use cases behind it). Constructors do no
+I/O; drivers open on ``__enter__``/``open()`` and close on ``__exit__``/``close()``.
+
+Errors are kg's own tree (:mod:`kg.errors`): Neo4j and driver failures are translated here, in
+one place, for reads and writes alike.
+
+The twins share one configuration (:class:`_GraphConfig`). ``AsyncKnowledgeGraph`` runs reads
+on an async driver and writes (ingest, schema, migrate) on a sync driver in a worker thread.
+``KnowledgeGraph`` runs writes directly and reads through a private event loop on a
+background thread, so it works inside a running event loop too (a notebook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from neo4j import AsyncDriver, Driver
+from neo4j.exceptions import DriverError, Neo4jError
+from pydantic import ValidationError
+
+from kg.cypher.admission import current_client
+from kg.errors import KGError, rejected, translate
+from kg.graph.driver import open_async_driver, open_driver, verify
+from kg.graph.meta import MODEL_VERSION, read_model
+from kg.graph.migrate import MigrationReport
+from kg.graph.migrate import migrate as run_migrate
+from kg.graph.schema import SchemaReport, read_statements
+from kg.graph.schema import apply_schema as run_apply_schema
+from kg.graph.server import LocalNeo4j
+from kg.ingest import IngestSummary, Progress, make_writer
+from kg.ingest import ingest as run_ingest
+from kg.resolve import Embedder, make_embedder
+from kg.search import SearchService
+from kg.search_models import (
+    EntityDetail,
+    Neighborhood,
+    SearchRequest,
+    SearchResponse,
+    TemplateInfo,
+    TemplateResult,
+)
+from kg.settings import Settings
+
+__all__ = [
+    "MODEL_VERSION",
+    "AsyncKnowledgeGraph",
+    "IngestOptions",
+    "KnowledgeGraph",
+    "current_client",
+    "local_server",
+    "schema_statements",
+    "search_service",
+]
+
+T = TypeVar("T")
+
+
+def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
+    """``Settings()`` (environment, .env), or the given one, with section overrides applied."""
+    base = settings if settings is not None else Settings()
+    if not overrides:
+        return base
+    merged = base.model_dump()
+    for section, values in overrides.items():
+        if isinstance(values, dict) and isinstance(merged.get(section), dict):
+            merged[section] = {**merged[section], **values}
+        else:
+            merged[section] = values
+    # Secrets dump as SecretStr objects, which validate back unchanged.
+    return Settings.model_validate(merged)
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """What ``ingest`` takes besides the folder; the CLI builds one from its flags."""
+
+    triplets: Path | None = None
+    namespace: str | None = None
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    prune: bool = False
+    dry_run: bool = False
+    follow_symlinks: bool = False
+
+
+class _GraphConfig:
+    """What both twins hold: settings and the injectable parts (no I/O)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.settings = _settings(settings, overrides)
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder for chunks, entities and questions (built once, on first use)."""
+        if self._embedder is None:
+            self._embedder = make_embedder(self.settings.resolve)
+        return self._embedder
+
+    @property
+    def database(self) -> str:
+        return self.settings.neo4j.database
+
+    # -- writes on a sync driver (shared by both twins) ----------------------------------------
+
+    def _ingest(
+        self, driver: Driver, path: Path | str, options: IngestOptions, progress: Progress | None
+    ) -> IngestSummary:
+        self._schema(driver)
+        try:
+            return run_ingest(
+                self.settings,
+                driver,
+                Path(path),
+                triplets=Path(options.triplets) if options.triplets is not None else None,
+                namespace=options.namespace,
+                include=options.include,
+                exclude=options.exclude,
+                prune=options.prune,
+                dry_run=options.dry_run,
+                follow_symlinks=options.follow_symlinks,
+                progress=progress,
+                embedder=self.embedder,
+            )
+        except (Neo4jError, DriverError, OSError) as exc:
+            error = translate(exc, "ingest")
+            raise type(error)(
+                f"{error}; what was written is consistent: run the same ingest again to finish"
+            ) from exc
+
+    def _schema(self, driver: Driver) -> SchemaReport:
+        try:
+            return run_apply_schema(
+                driver,
+                database=self.database,
+                dimension=self.settings.resolve.embedding_dim,
+                folder=self.settings.schema_dir,
+            )
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise translate(exc, "applying the schema") from exc
+
+    def _migrate(self, driver: Driver, *, check: bool) -> MigrationReport:
+        try:
+            if check:
+                return MigrationReport(from_version=read_model(driver, self.database).effective)
+            self._schema(driver)
+            return run_migrate(driver, self.database, make_writer(self.settings, driver))
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise translate(exc, "migrate") from exc
+
+    def _open_sync(self) -> Driver:
+        driver = open_driver(self.settings.neo4j)
+        try:
+            verify(driver, self.settings.neo4j)
+        except BaseException:
+            driver.close()
+            raise
+        return driver
+
+
+def _request(
+    query: str,
+    mode: str,
+    depth: int,
+    limit: int,
+    as_of: date | datetime | None,
+    relation_types: list[str] | None,
+) -> SearchRequest:
+    try:
+        return SearchRequest.model_validate(
+            {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
+             "relation_types": relation_types}
+        )  # fmt: skip
+    except ValidationError as exc:
+        raise rejected(exc, "search") from exc
+
+
+async def _read(what: str, call: Awaitable[T]) -> T:
+    """Await a read; kg errors pass, Neo4j and driver failures become kg errors."""
+    try:
+        return await call
+    except KGError:
+        raise
+    except (Neo4jError, DriverError, OSError, TimeoutError) as exc:
+        raise translate(exc, what) from exc
+
+
+class AsyncKnowledgeGraph(_GraphConfig):
+    """The async twin: ``async with AsyncKnowledgeGraph() as graph: await graph.search(...)``."""
+
+    def __init__(
+        self, settings: Settings | None = None, *, embedder: Embedder | None = None, **kw: Any
+    ) -> None:
+        super().__init__(settings, embedder=embedder, **kw)
+        self._driver: AsyncDriver | None = None
+        self._sync: Driver | None = None
+        self._service: SearchService | None = None
+        self._lock = threading.Lock()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the async driver (reads); the sync one (writes) opens on first write."""
+        if self._driver is None:
+            self._driver = open_async_driver(self.settings.neo4j)
+            self._service = search_service(self._driver, self.settings, self.embedder)
+
+    async def aclose(self) -> None:
+        if self._driver is not None:
+            await self._driver.close()
+            self._driver, self._service = None, None
+        if self._sync is not None:
+            await asyncio.to_thread(self._sync.close)
+            self._sync = None
+
+    @property
+    def async_driver(self) -> AsyncDriver:
+        """The read driver (front ends that probe Neo4j themselves, e.g. the API's health)."""
+        if self._driver is None:
+            raise RuntimeError("open the graph first: `async with AsyncKnowledgeGraph() as g`")
+        return self._driver
+
+    @property
+    def service(self) -> SearchService:
+        """The search use case (for front ends that need its lower-level calls)."""
+        if self._service is None:
+            raise RuntimeError("open the graph first: `async with AsyncKnowledgeGraph() as g`")
+        return self._service
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        mode: str = "graph",
+        depth: int = 2,
+        limit: int = 20,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+    ) -> SearchResponse:
+        """Local search: entities, relations with validity, and supporting chunks, ranked."""
+        request = _request(query, mode, depth, limit, as_of, relation_types)
+        return await self.search_request(request)
+
+    async def search_request(self, request: SearchRequest) -> SearchResponse:
+        return await _read("search", self.service.local_search(request))
+
+    async def entity(self, entity_id: str) -> EntityDetail:
+        return await _read("entity", self.service.get_entity(entity_id))
+
+    async def neighborhood(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        *,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+        limit: int | None = None,
+    ) -> Neighborhood:
+        call = self.service.neighborhood(
+            entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
+        )
+        return await _read("neighborhood", call)
+
+    async def run_template(self, name: str, **params: Any) -> TemplateResult:
+        return await _read(f"template {name}", self.service.run_template(name, params))
+
+    def templates(self) -> list[TemplateInfo]:
+        return self.service.templates()
+
+    async def health(self) -> bool:
+        """True when Neo4j answers a read."""
+        try:
+            return await self.service.health()
+        except (KGError, Neo4jError, DriverError, OSError):
+            return False
+
+    async def startup(self) -> dict[str, str]:
+        """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""
+        return await _read("start-up", self.service.startup())
+
+    async def check_model(self) -> None:
+        await _read("model check", self.service.check_model())
+
+    # -- writes (sync driver, worker thread) -----------------------------------------------------
+
+    async def ingest(
+        self,
+        path: Path | str,
+        *,
+        options: IngestOptions | None = None,
+        progress: Progress | None = None,
+        **kw: Any,
+    ) -> IngestSummary:
+        """Load, chunk, extract (or import), resolve and write ``path``; see kg.ingest."""
+        opts = options or IngestOptions(**kw)
+        return await asyncio.to_thread(self._with_sync, self._ingest, path, opts, progress)
+
+    async def apply_schema(self) -> SchemaReport:
+        return await asyncio.to_thread(self._with_sync, self._schema)
+
+    async def migrate(self, *, check: bool = False) -> MigrationReport:
+        return await asyncio.to_thread(self._with_sync, self._migrate, check=check)
+
+    def _with_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            if self._sync is None:
+                self._sync = self._open_sync()
+        return fn(self._sync, *args, **kwargs)
+
+
+class _Portal:
+    """An event loop on a daemon thread; sync code submits coroutines and waits for them."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True, name="kg")
+        self._thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+class KnowledgeGraph(_GraphConfig):
+    """The sync twin: ``with KnowledgeGraph() as graph: graph.search(...)``."""
+
+    def __init__(
+        self, settings: Settings | None = None, *, embedder: Embedder | None = None, **kw: Any
+    ) -> None:
+        super().__init__(settings, embedder=embedder, **kw)
+        self._driver: Driver | None = None
+        self._portal: _Portal | None = None
+        self._reader: AsyncKnowledgeGraph | None = None
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Open and verify the driver; ``KGError`` when Neo4j does not answer."""
+        if self._driver is None:
+            self._driver = self._open_sync()
+
+    def close(self) -> None:
+        if self._reader is not None and self._portal is not None:
+            self._portal.call(self._reader.aclose())
+            self._reader = None
+        if self._portal is not None:
+            self._portal.close()
+            self._portal = None
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
+    @property
+    def driver(self) -> Driver:
+        if self._driver is None:
+            raise RuntimeError("open the graph first: `with KnowledgeGraph() as graph`")
+        return self._driver
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        path: Path | str,
+        *,
+        options: IngestOptions | None = None,
+        progress: Progress | None = None,
+        **kw: Any,
+    ) -> IngestSummary:
+        """Load, chunk, extract (or import), resolve and write ``path``; see kg.ingest."""
+        return self._ingest(self.driver, path, options or IngestOptions(**kw), progress)
+
+    def apply_schema(self) -> SchemaReport:
+        return self._schema(self.driver)
+
+    def migrate(self, *, check: bool = False) -> MigrationReport:
+        return self._migrate(self.driver, check=check)
+
+    # -- reads (through the async twin on a private loop) ----------------------------------------
+
+    def _read(self, fn: Callable[[AsyncKnowledgeGraph], Coroutine[Any, Any, T]]) -> T:
+        if self._portal is None:
+            self._portal = _Portal()
+        if self._reader is None:
+            reader = AsyncKnowledgeGraph(self.settings, embedder=self.embedder)
+            self._portal.call(reader.open())
+            self._reader = reader
+        return self._portal.call(fn(self._reader))
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "graph",
+        depth: int = 2,
+        limit: int = 20,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+    ) -> SearchResponse:
+        """Local search: entities, relations with validity, and supporting chunks, ranked."""
+        request = _request(query, mode, depth, limit, as_of, relation_types)
+        return self._read(lambda g: g.search_request(request))
+
+    def entity(self, entity_id: str) -> EntityDetail:
+        return self._read(lambda g: g.entity(entity_id))
+
+    def neighborhood(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        *,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+        limit: int | None = None,
+    ) -> Neighborhood:
+        return self._read(
+            lambda g: g.neighborhood(
+                entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
+            )
+        )
+
+    def run_template(self, name: str, **params: Any) -> TemplateResult:
+        return self._read(lambda g: g.run_template(name, **params))
+
+    def templates(self) -> list[TemplateInfo]:
+        return self._read(_templates)
+
+    def health(self) -> bool:
+        return self._read(lambda g: g.health())
+
+    def check_model(self) -> None:
+        self._read(lambda g: g.check_model())
+
+
+async def _templates(graph: AsyncKnowledgeGraph) -> list[TemplateInfo]:
+    return graph.templates()
+
+
+def local_server(settings: Settings | None = None) -> LocalNeo4j:
+    """The local Neo4j server's lifecycle (start, stop, status, logs) for ``kg neo4j``."""
+    return LocalNeo4j(settings if settings is not None else Settings())
+
+
+
+def schema_statements(settings: Settings | None = None) -> list[str]:
+    """The Cypher statements ``apply_schema`` runs (``kg schema show``)."""
+    return read_statements((settings if settings is not None else Settings()).schema_dir)
+
+
+def search_service(
+    driver: AsyncDriver, settings: Settings, embedder: Embedder | None = None
+) -> SearchService:
+    """The search use case on a caller's driver (the API builds its own per app)."""
+    return SearchService(driver, settings, embedder or make_embedder(settings.resolve))

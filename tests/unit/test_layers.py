@@ -1,0 +1,50 @@
+"""The floors of docs/architecture.md: front ends reach the stages only through the surface."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STAGES = ("kg.graph", "kg.resolve", "kg.cypher", "kg.extract")
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_front_ends_import_no_stage_directly() -> None:
+    offenders = {
+        f"{path.relative_to(REPO)}: {name}"
+        for folder in ("cli", "api")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        for name in _imports(path)
+        if name.startswith(STAGES)
+    }
+    assert offenders == set()
+
+
+def test_the_checker_sees_a_stage_import(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from kg.graph.driver import open_driver\nimport kg.cypher.guard\n")
+    assert {n for n in _imports(probe) if n.startswith(STAGES)} == {
+        "kg.graph.driver",
+        "kg.cypher.guard",
+    }
+
+
+def test_the_package_is_typed() -> None:
+    assert (REPO / "kg" / "py.typed").exists()
+
+
+def test_the_surface_is_exported_lazily() -> None:
+    import kg
+
+    assert set(kg.__all__) >= {"KnowledgeGraph", "AsyncKnowledgeGraph", "KGError", "Settings"}
+    assert all(getattr(kg, name) is not None for name in kg.__all__)
