@@ -34,16 +34,16 @@ from typing import Any, LiteralString
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from neo4j import Driver  # noqa: E402
+from neo4j import Driver
 
-from kg.documents import chunk_document, document_id  # noqa: E402
-from kg.graph.driver import open_driver  # noqa: E402
-from kg.graph.schema import apply_schema  # noqa: E402
-from kg.graph.server import throwaway_server  # noqa: E402
-from kg.ingest import ingest  # noqa: E402
-from kg.models import Document  # noqa: E402
-from kg.resolve import make_embedder  # noqa: E402
-from kg.settings import Settings  # noqa: E402
+from kg.documents import chunk_document, document_id
+from kg.graph.driver import open_driver
+from kg.graph.schema import apply_schema
+from kg.graph.server import throwaway_server
+from kg.ingest import ingest
+from kg.models import Document
+from kg.resolve import make_embedder
+from kg.settings import Settings
 
 DIM = 256
 
@@ -141,7 +141,9 @@ _C_RELATIONS: LiteralString = (
 )
 
 
-def _ceiling_rows(lines: list[dict[str, Any]], settings: Settings) -> dict[str, list[dict[str, Any]]]:
+def _ceiling_rows(
+    lines: list[dict[str, Any]], settings: Settings
+) -> dict[str, list[dict[str, Any]]]:
     """Everything the import writes, precomputed (untimed): the ceiling times only the writes."""
     embedder = make_embedder(settings.resolve)
     docs, chunks, mentions, relations = [], [], [], []
@@ -157,18 +159,36 @@ def _ceiling_rows(lines: list[dict[str, Any]], settings: Settings) -> dict[str, 
         for t in line["triplets"]:
             if len(t["subject"]) > 300:
                 continue
-            ids = [entity_ids.setdefault(n.casefold(), f"e{len(entity_ids)}") for n in (t["subject"], t["object"])]
+            ids = [
+                entity_ids.setdefault(n.casefold(), f"e{len(entity_ids)}")
+                for n in (t["subject"], t["object"])
+            ]
             mentions += [{"chunk": first, "entity": e} for e in ids]
-            relations.append({"source": ids[0], "target": ids[1], "predicate": t["predicate"],
-                              "key": f"{ids[0]}|{t['predicate']}|{ids[1]}", "chunk": first})
+            relations.append(
+                {
+                    "source": ids[0],
+                    "target": ids[1],
+                    "predicate": t["predicate"],
+                    "key": f"{ids[0]}|{t['predicate']}|{ids[1]}",
+                    "chunk": first,
+                }
+            )
     vectors = embedder.embed([c["text"] for c in chunks])
     for c, v in zip(chunks, vectors, strict=True):
         c["embedding"] = [float(x) for x in v]
     names = {v: k for k, v in entity_ids.items()}
     name_vectors = embedder.embed(list(names.values()))
-    entities = [{"id": i, "name": n, "embedding": [float(x) for x in v]}
-                for (i, n), v in zip(names.items(), name_vectors, strict=True)]
-    return {"docs": docs, "chunks": chunks, "entities": entities, "mentions": mentions, "relations": relations}
+    entities = [
+        {"id": i, "name": n, "embedding": [float(x) for x in v]}
+        for (i, n), v in zip(names.items(), name_vectors, strict=True)
+    ]
+    return {
+        "docs": docs,
+        "chunks": chunks,
+        "entities": entities,
+        "mentions": mentions,
+        "relations": relations,
+    }
 
 
 def _ceiling(driver: Driver, rows: dict[str, list[dict[str, Any]]], batch: int) -> float:
@@ -183,7 +203,9 @@ def _ceiling(driver: Driver, rows: dict[str, list[dict[str, Any]]], batch: int) 
 
 def _wipe(driver: Driver) -> None:
     with driver.session(database="neo4j") as session:
-        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
+        session.run(
+            "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+        ).consume()
 
 
 def main() -> None:
@@ -218,16 +240,24 @@ def main() -> None:
             for rep in range(args.repeats):
                 _wipe(driver)
                 summary = ingest(settings, driver, folder, triplets=path)
-                types = driver.execute_query("CALL db.relationshipTypes() YIELD relationshipType RETURN count(*) AS n").records[0]["n"]
+                types = driver.execute_query(
+                    "CALL db.relationshipTypes() YIELD relationshipType RETURN count(*) AS n"
+                ).records[0]["n"]
                 runs["kg"].append(n_triplets / summary.seconds)
-                print(f"predicates={size:5d} rep={rep} kg: {n_triplets} triplets in {summary.seconds:.1f}s "
-                      f"= {n_triplets / summary.seconds:,.0f} rel/s; types in graph={types}; "
-                      f"dropped={len(summary.dropped)}; stages={summary.timings}", flush=True)
+                print(
+                    f"predicates={size:5d} rep={rep} kg: {n_triplets} triplets in {summary.seconds:.1f}s "
+                    f"= {n_triplets / summary.seconds:,.0f} rel/s; types in graph={types}; "
+                    f"dropped={len(summary.dropped)}; stages={summary.timings}",
+                    flush=True,
+                )
                 if ceiling_rows is not None:
                     _wipe(driver)
                     seconds = _ceiling(driver, ceiling_rows, args.batch)
                     runs["ceiling"].append(n_triplets / seconds)
-                    print(f"predicates={size:5d} rep={rep} ceiling: {seconds:.1f}s = {n_triplets / seconds:,.0f} rel/s", flush=True)
+                    print(
+                        f"predicates={size:5d} rep={rep} ceiling: {seconds:.1f}s = {n_triplets / seconds:,.0f} rel/s",
+                        flush=True,
+                    )
         print("\n| distinct predicates | kg relations/s | ceiling relations/s | kg / ceiling |")
         print("|---|---|---|---|")
         for size, runs in results.items():
@@ -235,8 +265,13 @@ def main() -> None:
             ceil = statistics.median(runs["ceiling"]) if runs["ceiling"] else float("nan")
             print(f"| {size:,} | {ours:,.0f} | {ceil:,.0f} | {ours / ceil:.2f} |")
         if len(sizes) > 1:
-            first, last = statistics.median(results[sizes[0]]["kg"]), statistics.median(results[sizes[-1]]["kg"])
-            print(f"\n{sizes[-1]:,}-predicate run takes {first / last:.2f}x the time of the {sizes[0]}-predicate run (goal <= 1.5)")
+            first, last = (
+                statistics.median(results[sizes[0]]["kg"]),
+                statistics.median(results[sizes[-1]]["kg"]),
+            )
+            print(
+                f"\n{sizes[-1]:,}-predicate run takes {first / last:.2f}x the time of the {sizes[0]}-predicate run (goal <= 1.5)"
+            )
 
 
 if __name__ == "__main__":

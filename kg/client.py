@@ -493,7 +493,6 @@ def local_server(settings: Settings | None = None) -> LocalNeo4j:
     return LocalNeo4j(settings if settings is not None else Settings())
 
 
-
 def schema_statements(settings: Settings | None = None) -> list[str]:
     """The Cypher statements ``apply_schema`` runs (``kg schema show``)."""
     return read_statements((settings if settings is not None else Settings()).schema_dir)

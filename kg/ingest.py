@@ -239,9 +239,7 @@ def ingest(
 
     with clock.stage("resolve"):
         embedder = embedder or make_embedder(settings.resolve)
-        resolver = Resolver(
-            settings.resolve, embedder, adjudicator or make_adjudicator(settings)
-        )
+        resolver = Resolver(settings.resolve, embedder, adjudicator or make_adjudicator(settings))
         resolver.add_known(writer.known_entities())
         mentions, keys = _mentions(facts)
         resolution = resolver.resolve(mentions)

@@ -308,9 +308,7 @@ class SearchService:
         }
         result = await self.guard.run("entity_neighborhood", params)
         entity = await self.get_entity(entity_id)
-        ranked = rank_expansion(
-            {entity_id: (1.0, entity.model_dump())}, result.rows, self._weights
-        )
+        ranked = rank_expansion({entity_id: (1.0, entity.model_dump())}, result.rows, self._weights)
         others = [e for e in ranked.entities if e.id != entity_id]
         details = await self._details([e.id for e in others[:200]])
         return Neighborhood(

@@ -143,9 +143,7 @@ def test_hostile_predicates_stay_data(writer: GraphWriter, clean_graph: Driver) 
     assert counts(clean_graph)[0] == 11 + len(bad)  # nothing deleted; one Predicate node each
 
 
-def test_structural_names_never_become_fact_types(
-    writer: GraphWriter, clean_graph: Driver
-) -> None:
+def test_structural_names_never_become_fact_types(writer: GraphWriter, clean_graph: Driver) -> None:
     seed(writer)
     writer.upsert_relations(
         [RelationRow("auth", "pg", p, chunk_ids=("c1",)) for p in ("MENTIONS", "PART_OF", "NEXT")]
@@ -188,9 +186,7 @@ def test_unicode_predicates_are_real_types(writer: GraphWriter, clean_graph: Dri
     assert "ЗАВИСИТ_ОТ" in _types(clean_graph)
 
 
-def test_lists_the_writer_grows_are_bounded(
-    clean_graph: Driver, settings: Settings
-) -> None:
+def test_lists_the_writer_grows_are_bounded(clean_graph: Driver, settings: Settings) -> None:
     writer = GraphWriter(
         clean_graph,
         settings.neo4j.database,
