@@ -28,12 +28,12 @@ from neo4j import AsyncDriver
 
 from kg.cypher.guard import Guard
 from kg.cypher.lucene import escape_lucene
-from kg.cypher.params import DEPTHS
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
 from kg.resolve import Embedder
 from kg.search_models import (
+    DEPTHS,
     ChunkHit,
     EntityDetail,
     EntityHit,

@@ -18,6 +18,11 @@ from kg.models import RELATION_TYPE_RE
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
+# Hop counts a search or template may expand: each has its own rendered Cypher text (bounds of
+# a variable-length pattern cannot be parameters), so this tuple is the whitelist.
+DEPTHS = (1, 2, 3)
+MIN_DEPTH, MAX_DEPTH = DEPTHS[0], DEPTHS[-1]
+MAX_RELATION_FILTERS = 50
 
 
 def _relation_type(value: str) -> str:
@@ -31,6 +36,10 @@ def _relation_type(value: str) -> str:
 
 # A relation filter names facts' predicates (e.g. DEPENDS_ON), whatever Neo4j type stores them.
 RelationType = Annotated[str, StringConstraints(max_length=64), AfterValidator(_relation_type)]
+Depth = Annotated[
+    int,
+    Field(ge=MIN_DEPTH, le=MAX_DEPTH, description=f"Hops to expand, {MIN_DEPTH}..{MAX_DEPTH}."),
+]
 
 
 class SearchRequest(BaseModel):
@@ -40,10 +49,10 @@ class SearchRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     mode: Literal["graph", "vector", "hybrid"] = "graph"
-    depth: int = Field(2, ge=1, le=3)
+    depth: Depth = 2
     limit: int = Field(20, ge=1, le=MAX_LIMIT)
     as_of: AsOf | None = None
-    relation_types: list[RelationType] | None = Field(None, max_length=50)
+    relation_types: list[RelationType] | None = Field(None, max_length=MAX_RELATION_FILTERS)
 
     @field_validator("query")
     @classmethod

@@ -10,13 +10,18 @@ from litestar.params import PathParameter, QueryParameter
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search_models import EntityDetail, Neighborhood
+from kg.search_models import MAX_DEPTH, MIN_DEPTH, EntityDetail, Neighborhood
 
 #: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
 EntityId = Annotated[
     str, PathParameter(min_length=1, max_length=256, description="The entity's `id`.")
 ]
-Depth = Annotated[int, QueryParameter(ge=1, le=3, description="Hops to expand, 1..3.")]
+Depth = Annotated[
+    int,
+    QueryParameter(
+        ge=MIN_DEPTH, le=MAX_DEPTH, description=f"Hops to expand, {MIN_DEPTH}..{MAX_DEPTH}."
+    ),
+]
 
 
 class EntityController(Controller):

@@ -22,13 +22,14 @@ from pydantic import (
 
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
-from kg.search_models import RelationType
+from kg.search_models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
+
+__all__ = ["DEPTHS", "Depth"]  # re-exported: the rule itself lives in kg.search_models
 
 MAX_ID_CHARS = 256
 MAX_IDS = 200
 MAX_ROWS = 10_000
 MAX_EMBEDDING_DIM = 8192
-DEPTHS = (1, 2, 3)
 
 
 def _no_nul(value: str) -> str:
@@ -64,7 +65,6 @@ def _usable_vector(values: list[float], info: ValidationInfo) -> list[float]:
 EntityId = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)
 ]
-Depth = Annotated[int, Field(ge=1, le=3, description="Hops to expand, 1..3.")]
 Embedding = Annotated[
     list[float],
     Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
@@ -114,7 +114,9 @@ class TemplateParams(BaseModel):
 class _Expansion(TemplateParams):
     depth: Depth = 2
     as_of: AsOf | None = Field(None, description="Count only relations valid at this instant.")
-    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    relation_types: list[RelationType] | None = Field(
+        None, min_length=1, max_length=MAX_RELATION_FILTERS
+    )
     fanout: int = Field(50, ge=1, le=500, description="Relations read per node and hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
     limit: int = Field(500, ge=1, le=MAX_ROWS)
@@ -158,7 +160,9 @@ class PathsBetweenParams(TemplateParams):
     target_id: EntityId
     depth: Depth = 3
     as_of: AsOf | None = None
-    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    relation_types: list[RelationType] | None = Field(
+        None, min_length=1, max_length=MAX_RELATION_FILTERS
+    )
     limit: int = Field(10, ge=1, le=100)
 
     def variant(self) -> str:
@@ -194,7 +198,9 @@ class EntitySourcesParams(TemplateParams):
 class RelationsValidAtParams(TemplateParams):
     entity_id: EntityId
     as_of: AsOf
-    relation_types: list[RelationType] | None = Field(None, min_length=1, max_length=50)
+    relation_types: list[RelationType] | None = Field(
+        None, min_length=1, max_length=MAX_RELATION_FILTERS
+    )
     limit: int = Field(100, ge=1, le=MAX_ROWS)
 
     def relation_type_filter(self) -> list[str] | None:
