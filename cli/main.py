@@ -10,7 +10,7 @@ from cyclopts import App
 from rich.console import Console
 
 from cli.output import print_crash, print_error, setup_logging
-from kg.errors import KGError
+from kg.errors import KGError, exit_code
 
 app = App(
     name="kg",
@@ -23,10 +23,15 @@ app.command("cli.migrate_cmd:migrate", name="migrate")
 app.command("cli.search_cmd:search", name="search")
 app.command("cli.serve_cmd:serve", name="serve")
 app.command("cli.example_cmd:example", name="example")
+app.command("cli.browse_cmd:browse", name="browse")
 
 
 def main() -> None:
-    """Console entry point: kg errors become one clear line and exit code 1, never a traceback.
+    """Console entry point: kg errors become one clear line and an exit code, never a traceback.
+
+    Exit codes (one table, ``kg.errors.EXIT_CODES``): 0 done; 1 error; 2 invalid input or
+    configuration (and, for ``kg ingest``, done with failed chunks); 3 Neo4j unavailable;
+    4 not found; 5 timed out.
 
     Every exit is scrubbed of secrets (cli/output.py), and everything kg creates is private
     to the user who runs it (umask 077: the .kg/ state, caches, the local server's files).
@@ -40,7 +45,7 @@ def main() -> None:
         result = app(result_action="return_value")
     except KGError as exc:
         print_error(str(exc))
-        sys.exit(1)
+        sys.exit(exit_code(exc))
     except KeyboardInterrupt:
         Console(stderr=True).print("[yellow]interrupted[/]")
         sys.exit(130)

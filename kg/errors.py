@@ -18,8 +18,10 @@ KGError
 
 from __future__ import annotations
 
-from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # neo4j and pydantic load lazily: `kg --help` imports this module
+    from pydantic import ValidationError
 
 
 class KGError(Exception):
@@ -84,6 +86,21 @@ class ClientBusy(Overloaded):
 
 # -- translation at the library edge: one place for reads and writes ----------------------------
 
+
+#: Exit codes of the CLI by error class, most specific first (cli/main.py uses this table).
+EXIT_CODES: tuple[tuple[type[KGError], int], ...] = (
+    (QueryRejected, 2),  # the caller's input (also ConfigError below)
+    (ConfigError, 2),
+    (StoreUnavailable, 3),  # Neo4j does not answer (or kg shed load)
+    (NotFoundError, 4),
+    (QueryTimeout, 5),
+    (KGError, 1),
+)
+
+
+def exit_code(exc: KGError) -> int:
+    return next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
+
 _TIMEOUT_CODES = (
     "Neo.ClientError.Transaction.TransactionTimedOut",  # also ...TimedOutClientConfiguration
 )
@@ -114,6 +131,14 @@ def rejected(exc: ValidationError, what: str) -> QueryRejected:
 
 def translate(exc: BaseException, what: str) -> KGError:
     """A driver or server failure as the kg error a surface maps to a status code."""
+    from neo4j.exceptions import (
+        AuthError,
+        DriverError,
+        Neo4jError,
+        ServiceUnavailable,
+        SessionExpired,
+    )
+
     if isinstance(exc, TimeoutError):
         return QueryTimeout(f"{what} did not finish in time and was stopped")
     if isinstance(exc, ServiceUnavailable | SessionExpired | ConnectionError):

@@ -64,7 +64,7 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
         assert proc.poll() is None, "the ingest finished before Neo4j could be stopped"
         server.stop()
         out, err = proc.communicate(timeout=180)
-        assert proc.returncode == 1, (out, err)
+        assert proc.returncode == 3, (out, err)  # kg.errors.EXIT_CODES: Neo4j unavailable
         assert "error:" in err
         assert "Neo4j" in err
         assert "Traceback" not in err

@@ -48,3 +48,31 @@ def test_the_surface_is_exported_lazily() -> None:
 
     assert set(kg.__all__) >= {"KnowledgeGraph", "AsyncKnowledgeGraph", "KGError", "Settings"}
     assert all(getattr(kg, name) is not None for name in kg.__all__)
+
+
+def test_one_exit_code_table() -> None:
+    from kg.errors import (
+        ConfigError,
+        KGError,
+        NotFoundError,
+        Overloaded,
+        QueryRejected,
+        QueryTimeout,
+        StoreError,
+        StoreUnavailable,
+        exit_code,
+    )
+
+    cases = {
+        QueryRejected("x"): 2,
+        ConfigError("x"): 2,
+        StoreUnavailable("x"): 3,
+        Overloaded("x"): 3,
+        NotFoundError("x"): 4,
+        QueryTimeout("x"): 5,
+        StoreError("x"): 1,
+        KGError("x"): 1,
+    }
+    assert {type(e).__name__: exit_code(e) for e in cases} == {
+        type(e).__name__: code for e, code in cases.items()
+    }
