@@ -19,6 +19,7 @@ import kg
 from api import logs
 from api.auth import SECURITY_SCHEME, AccessPolicy, access_guard, check_auth_config
 from api.backend import Backend, ServiceFactory, default_service_factory
+from api.browser import BrowserAssetsController
 from api.deps import provide_backend, provide_service
 from api.errors import exception_handler
 from api.middleware import EdgeMiddleware
@@ -121,6 +122,7 @@ def create_app(
         logging_config=None,
         debug=False,
     )
+    app.register(BrowserAssetsController)  # Browser's style and guide: open, no graph data
     # Outermost, before routing: Host check, body deadline, client identity (api/middleware.py)
     edge = EdgeMiddleware(
         cast("Any", app.asgi_handler), policy, body_timeout_s=settings.api.body_timeout_s

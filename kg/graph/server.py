@@ -11,6 +11,9 @@ Secrets: on first start the server gets a random password (unless one is configu
 ``<home>/password`` with mode 0600; it reaches Neo4j's admin tool through a 0600 picocli
 ``@argfile``, never on a command line. The HTTP port answers cross-origin requests only for its
 own origin.
+
+Browser: the config makes Neo4j Browser load kg's style from kg's API on connect and allows
+kg's guide to be played from it (:func:`browser_config`; docs/browser.md).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from kg.graph.jars import (
 )
 from kg.graph.java import JavaRuntime, find_java
 from kg.paths import server_pom
-from kg.settings import LocalServerSettings, Settings
+from kg.settings import ApiSettings, LocalServerSettings, Settings
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
@@ -73,6 +76,46 @@ LEGACY_PASSWORD = "kg-local-password"  # noqa: S105 - a known-bad value we look 
 
 #: The server home's folders; all of them, and the home itself, are private (0700).
 HOME_DIRS = ("conf", "data", "logs", "run", "plugins", "import")
+
+
+#: Where kg's API serves Neo4j Browser's style and guide (api/browser.py): no key, no graph data.
+BROWSER_STYLE_PATH = "/browser-style.grass"
+BROWSER_GUIDE_PATH = "/browser-guide"
+
+#: Browser's own default allowlist for remote guides and styles; the setting replaces it.
+BROWSER_DEFAULT_HOSTS = ("guides.neo4j.com", "localhost")
+
+
+def _api_host(api: ApiSettings) -> str:
+    """The API's host as a browser on this machine names it (IPv6 in brackets, as in URLs).
+
+    A wildcard bind and ``localhost`` are reached on 127.0.0.1.
+    """
+    host = api.host.strip().strip("[]")
+    if host in ("", "0.0.0.0", "::", "localhost"):  # noqa: S104 - names a bind, binds nothing
+        host = "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def kg_api_url(api: ApiSettings) -> str:
+    """The kg API's base URL as a browser on this machine reaches it."""
+    return f"http://{_api_host(api)}:{api.port}"
+
+
+def browser_config(api: ApiSettings) -> list[str]:
+    """neo4j.conf lines that style Browser on connect and allow kg's guide.
+
+    Browser runs ``browser.post_connect_cmd`` after each connect; a GRASS file cannot be
+    inlined there (commands are split on ``;``), so it is loaded by URL from kg's API.
+    ``browser.remote_content_hostname_whitelist`` replaces Browser's default list and matches
+    host names, not ports: the defaults are kept and the API's host is added.
+    """
+    host = _api_host(api)
+    hosts = [*BROWSER_DEFAULT_HOSTS, *([host] if host not in BROWSER_DEFAULT_HOSTS else [])]
+    return [
+        f"browser.post_connect_cmd=style {kg_api_url(api)}{BROWSER_STYLE_PATH}",
+        f"browser.remote_content_hostname_whitelist={','.join(hosts)}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -341,6 +384,7 @@ class LocalNeo4j:
             f"server.directories.plugins={self.home / 'plugins'}",
             f"server.directories.import={self.home / 'import'}",
             "dbms.usage_report.enabled=false",
+            *browser_config(self._settings.api),
             "",
         ]
         _write_private(conf_dir / "neo4j.conf", "\n".join(lines))
