@@ -143,6 +143,7 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+# Long on purpose: the folder walk and its symlink boundary checks belong together.
 def _walk(
     root: Path, skipped: list[SkippedFile], *, follow_symlinks: bool = False
 ) -> Iterator[tuple[Path, str]]:

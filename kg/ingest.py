@@ -220,11 +220,7 @@ def ingest(
     with clock.stage("chunk", len(plan.todo)):
         _chunk(settings, plan, summary, progress)
     if dry_run:
-        if triplets is None:
-            est = estimate(plan.all_chunks, settings.extract)
-            summary.estimated_calls = est.calls
-            summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
-        summary.documents_pruned = len(plan.gone) if prune else 0
+        _estimate(settings, plan, imports=triplets is not None, prune=prune, summary=summary)
         summary.seconds = round(time.monotonic() - started, 3)
         return summary
 
@@ -239,13 +235,8 @@ def ingest(
 
     with clock.stage("resolve"):
         embedder = embedder or make_embedder(settings.resolve)
-        resolver = Resolver(settings.resolve, embedder, adjudicator or make_adjudicator(settings))
-        resolver.add_known(writer.known_entities())
-        mentions, keys = _mentions(facts)
-        resolution = resolver.resolve(mentions)
-    summary.entities_created = len(resolution.new_ids)
-    summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
-    summary.mentions_merged = len(resolution.merges)
+        adjudicator = adjudicator or make_adjudicator(settings)
+        resolution, keys = _resolve(settings, writer, facts, embedder, adjudicator, summary)
 
     with clock.stage("write", 6):
         _write(writer, plan, facts, keys, resolution, embedder, incomplete, summary, progress)
@@ -258,6 +249,36 @@ def ingest(
 
 
 # -- steps -------------------------------------------------------------------------------------
+
+
+def _estimate(
+    settings: Settings, plan: _Plan, *, imports: bool, prune: bool, summary: IngestSummary
+) -> None:
+    """A dry run: what the LLM would cost and what --prune would remove; nothing written."""
+    if not imports:
+        est = estimate(plan.all_chunks, settings.extract)
+        summary.estimated_calls = est.calls
+        summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
+    summary.documents_pruned = len(plan.gone) if prune else 0
+
+
+def _resolve(
+    settings: Settings,
+    writer: GraphWriter,
+    facts: list[ChunkFacts],
+    embedder: Embedder,
+    adjudicator: Adjudicator | None,
+    summary: IngestSummary,
+) -> tuple[Resolution, list[tuple[str, int]]]:
+    """Canonical entities for every mention, against what the graph already holds."""
+    resolver = Resolver(settings.resolve, embedder, adjudicator)
+    resolver.add_known(writer.known_entities())
+    mentions, keys = _mentions(facts)
+    resolution = resolver.resolve(mentions)
+    summary.entities_created = len(resolution.new_ids)
+    summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
+    summary.mentions_merged = len(resolution.merges)
+    return resolution, keys
 
 
 def _plan(
@@ -370,21 +391,7 @@ def _write(
         ]
     )
     progress.advance()
-    used = set(resolution.entity_ids)
-    writer.upsert_entities(
-        [
-            EntityRow(
-                e.id,
-                e.name,
-                e.type,
-                e.description,
-                tuple(e.aliases),
-                list(e.embedding) if e.embedding is not None else None,
-            )
-            for e in resolution.entities.values()
-            if e.id in used
-        ]
-    )
+    writer.upsert_entities(_entity_rows(resolution))
     progress.advance()
     writer.upsert_mentions((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
     progress.advance()
@@ -398,6 +405,22 @@ def _write(
 
 
 # -- stages ------------------------------------------------------------------------------------
+
+
+def _entity_rows(resolution: Resolution) -> list[EntityRow]:
+    used = set(resolution.entity_ids)
+    return [
+        EntityRow(
+            e.id,
+            e.name,
+            e.type,
+            e.description,
+            tuple(e.aliases),
+            list(e.embedding) if e.embedding is not None else None,
+        )
+        for e in resolution.entities.values()
+        if e.id in used
+    ]
 
 
 def _extract(

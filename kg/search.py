@@ -105,6 +105,7 @@ def _weight(row: Mapping[str, Any]) -> float:
     return _DEFAULT_WEIGHT
 
 
+# Long on purpose: the scoring formula of docs/search.md in one place, hop by hop.
 def rank_expansion(
     seeds: Mapping[str, tuple[float, Mapping[str, Any]]],
     rows: Sequence[Mapping[str, Any]],

@@ -260,6 +260,8 @@ class Extractor:
         stopped = any(o.not_run for o in done) or budget.reason is not None
         return ExtractionRun(done, total, per_document, stopped, budget.reason)
 
+    # Long on purpose: one chunk's whole retry state machine (cache, budget, re-asks, salvage,
+    # backoff) reads top to bottom in one place; split, its exits would scatter.
     async def _extract_one(
         self,
         client: instructor.AsyncInstructor,

@@ -376,6 +376,7 @@ class _Stopped(Exception):
     """Another download failed; this one gives up quietly (its .part is kept for a resume)."""
 
 
+# Long on purpose: one download's resume, verify and retry steps in order.
 def _fetch_one(
     http: httpx.Client,
     jar: LockedJar,

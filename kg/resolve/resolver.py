@@ -303,6 +303,8 @@ class _Run:
                         )
 
     # -- 3. placing one group -----------------------------------------------------------------
+    # Long on purpose: the no-chaining placement rules (anchor, score, adjudicate, join) are
+    # one decision; docs/resolution.md walks through it in this order.
     def _place(
         self,
         group: _Group,
@@ -439,6 +441,7 @@ class _Run:
             cluster.descriptions.append(group.description)
 
     # -- 4. output ----------------------------------------------------------------------------
+    # Long on purpose: canonical names, aliases, audit rows and stats come out of one pass.
     def _finish(
         self,
         groups: list[_Group],
