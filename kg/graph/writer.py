@@ -52,7 +52,7 @@ UNWIND $rows AS row
 MATCH (d:Document {id: row.document_id})
 MERGE (c:Chunk {id: row.id})
 SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256,
-    c.document_id = row.document_id, c.embedding = row.embedding
+    c.document_id = row.document_id, c.embedding = row.embedding, c.title = row.title
 MERGE (c)-[:PART_OF]->(d)
 """
 
@@ -66,8 +66,9 @@ MERGE (a)-[:NEXT]->(b)
 _UPSERT_ENTITIES: LiteralString = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
-ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now
-SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
+ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now,
+    e.aliases = row.aliases, e.description = row.description, e.embedding = row.embedding
+ON MATCH SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
         CASE WHEN a IN acc OR size(acc) >= $max_aliases THEN acc ELSE acc + a END),
     e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
                          ELSE e.description END,
@@ -227,6 +228,7 @@ class ChunkRow:
     text: str
     sha256: str
     embedding: list[float] | None = None
+    title: str = ""  # the document's title, searched with the text (fulltext index chunk_text)
 
 
 @dataclass(frozen=True)
@@ -351,6 +353,7 @@ class GraphWriter:
                 "text": c.text,
                 "sha256": c.sha256,
                 "embedding": c.embedding,
+                "title": c.title,
             }
             for c in chunks
         ]
