@@ -115,6 +115,8 @@ def browser_config(api: ApiSettings) -> list[str]:
     return [
         f"browser.post_connect_cmd=style {kg_api_url(api)}{BROWSER_STYLE_PATH}",
         f"browser.remote_content_hostname_whitelist={','.join(hosts)}",
+        # Browser would report usage to Neo4j from the user's page (and ask about it).
+        "client.allow_telemetry=false",
     ]
 
 

@@ -1,0 +1,149 @@
+"""Neo4j Browser settings: the local server's neo4j.conf, compose.yaml, the style file, kg browse.
+
+The browser test (tests/integration/test_browser_ui.py) shows they work in a real Browser;
+these pin what cannot run here (compose.yaml) to what does (the local server's config).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import yaml
+
+from api.browser import GUIDE_FILE, STYLE_FILE, browser_dir
+from cli.browse_cmd import browser_launch_url, has_display
+from kg.graph.server import (
+    BROWSER_STYLE_PATH,
+    LocalNeo4j,
+    browser_config,
+    kg_api_url,
+)
+from kg.settings import ApiSettings, Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _conf(lines: list[str]) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_local_server_styles_browser_from_the_api(tmp_path: Path) -> None:
+    settings = Settings(server={"home": tmp_path / "neo4j"}, api={"port": 8123})
+    conf_dir = LocalNeo4j(settings)._write_config()
+    conf = _conf([ln for ln in (conf_dir / "neo4j.conf").read_text().splitlines() if "=" in ln])
+    assert conf["browser.post_connect_cmd"] == "style http://127.0.0.1:8123/browser-style.grass"
+    # The allowlist replaces Browser's default: keep it, add the API's host (no port).
+    hosts = conf["browser.remote_content_hostname_whitelist"].split(",")
+    assert hosts == ["guides.neo4j.com", "localhost", "127.0.0.1"]
+    assert conf["client.allow_telemetry"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8000"),
+        ("0.0.0.0", "http://127.0.0.1:8000"),
+        ("localhost", "http://127.0.0.1:8000"),
+        ("::", "http://127.0.0.1:8000"),
+        ("::1", "http://[::1]:8000"),
+        ("kg.internal", "http://kg.internal:8000"),
+    ],
+)
+def test_api_url_is_what_a_browser_on_this_machine_reaches(host: str, url: str) -> None:
+    assert kg_api_url(ApiSettings(host=host, port=8000)) == url
+
+
+def test_allowlist_names_hosts_not_ports() -> None:
+    conf = _conf(browser_config(ApiSettings(host="kg.internal", port=9000)))
+    assert conf["browser.remote_content_hostname_whitelist"].endswith(",kg.internal")
+    ipv6 = _conf(browser_config(ApiSettings(host="::1", port=9000)))
+    assert ipv6["browser.remote_content_hostname_whitelist"].endswith(",[::1]")
+
+
+def test_compose_sets_what_the_local_server_sets() -> None:
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    neo4j_env = compose["services"]["neo4j"]["environment"]
+    api_env = compose["services"]["api"]["environment"]
+    api = ApiSettings(host=api_env["KG_API__HOST"], port=int(api_env["KG_API__PORT"]))
+    # Docker's naming: `.` becomes `_`, `_` becomes `__`, after the NEO4J_ prefix.
+    expected = {
+        "NEO4J_" + key.replace("_", "__").replace(".", "_"): value
+        for key, value in _conf(browser_config(api)).items()
+    }
+    assert {k: neo4j_env.get(k) for k in expected} == expected
+    assert "127.0.0.1:8000:8000" in compose["services"]["api"]["ports"]
+
+
+def _grass_rules(text: str) -> dict[str, dict[str, str]]:
+    """The rules as Browser 5's ``:style <url>`` parser reads them: ``selector { k: v; }``,
+    quotes protect braces, a property with more than one colon is dropped."""
+    rules: dict[str, dict[str, str]] = {}
+    for selector, body in re.findall(r"([^{}\s][^{}]*?)\s*\{((?:'[^']*'|[^{}'])*)\}", text):
+        props: dict[str, str] = {}
+        for prop in body.split(";"):
+            if prop.strip():
+                key, sep, value = prop.partition(":")
+                assert sep, f"{selector}: {prop.strip()!r} has no value"
+                assert ":" not in value, f"{selector}: {prop.strip()!r} would be dropped"
+                props[key.strip()] = value.strip().strip("'")
+        rules[selector.strip()] = props
+    return rules
+
+
+def test_style_captions_every_kg_label_and_relations_by_predicate() -> None:
+    text = (browser_dir() / STYLE_FILE).read_text(encoding="utf-8")
+    assert "/*" not in text, "Browser's GRASS parser has no comments"
+    rules = _grass_rules(text)
+    captions = {selector: props.get("caption") for selector, props in rules.items()}
+    assert captions["node.Entity"] == "{name}"
+    assert captions["node.Document"] == "{title}"
+    assert captions["node.Chunk"] == "{text}"  # fitted (cut) into the node's circle
+    assert captions["node.Community"] == "{title}"
+    assert captions["node.Predicate"] == "{name}"
+    assert "{model_version}" in (captions["node.KgMeta"] or "")
+    assert captions["relationship"] == "<type>"
+    assert captions["relationship.RELATED"] == "{predicate}"
+    colours = {rules[s]["color"] for s in rules if s.startswith("node.")}
+    assert len(colours) == len([s for s in rules if s.startswith("node.")]), "one colour a label"
+
+
+def test_style_and_guide_ship_in_the_wheel_config() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert '"browser" = "kg/_browser"' in pyproject
+    assert (browser_dir() / GUIDE_FILE).is_file()
+
+
+def test_guide_is_slides_of_runnable_queries_without_scripts() -> None:
+    html = (browser_dir() / GUIDE_FILE).read_text(encoding="utf-8")
+    assert html.count("<slide") >= 5
+    assert html.count('<pre class="runnable">') >= 8
+    assert "<script" not in html.lower()
+    assert not re.search(r"\son\w+\s*=", html), "Browser strips event handlers"
+
+
+def test_browse_url_fills_the_connection_and_the_guide_command() -> None:
+    url = browser_launch_url(
+        "http://127.0.0.1:7474/browser/", "bolt://127.0.0.1:7687", "http://127.0.0.1:8000/g"
+    )
+    parts = urlsplit(url)
+    assert url.startswith("http://127.0.0.1:7474/browser/?")
+    query = parse_qs(parts.query)
+    assert query == {
+        "dbms": ["bolt://127.0.0.1:7687"],
+        # `edit` fills the editor; `play` would skip the post-connect style command.
+        "cmd": ["edit"],
+        "arg": [":play http://127.0.0.1:8000/g"],
+    }
+    assert BROWSER_STYLE_PATH.endswith(".grass")  # Browser's :style wants a dot in a URL
+
+
+def test_no_display_means_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    assert not has_display()
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert has_display()
