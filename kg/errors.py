@@ -101,6 +101,7 @@ EXIT_CODES: tuple[tuple[type[KGError], int], ...] = (
 def exit_code(exc: KGError) -> int:
     return next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
 
+
 _TIMEOUT_CODES = (
     "Neo.ClientError.Transaction.TransactionTimedOut",  # also ...TimedOutClientConfiguration
 )
