@@ -219,7 +219,7 @@ def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=_chromium(), headless=True)
         try:
-            page = chromium.new_page(viewport={"width": 1400, "height": 900})
+            page = chromium.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=2)
             page.set_default_timeout(TIMEOUT_MS)
             # As `kg browse` opens it: the connection filled in, `:play <guide>` in the editor.
             page.goto(browser_launch_url(stack.browser_url, stack.bolt_uri, guide_url))
