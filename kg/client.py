@@ -38,6 +38,7 @@ from neo4j import AsyncDriver, Driver
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
+from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify
@@ -173,6 +174,13 @@ class _GraphConfig:
             return run_migrate(driver, self.database, make_writer(self.settings, driver))
         except (Neo4jError, DriverError, OSError) as exc:
             raise translate(exc, "migrate") from exc
+
+    def _communities(self, driver: Driver, *, dry_run: bool) -> CommunityBuildSummary:
+        self._schema(driver)
+        try:
+            return build_communities(self.settings, driver, dry_run=dry_run)
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise translate(exc, "communities build") from exc
 
     def _open_sync(self) -> Driver:
         driver = open_driver(self.settings.neo4j)
@@ -339,6 +347,10 @@ class AsyncKnowledgeGraph(_GraphConfig):
     async def migrate(self, *, check: bool = False) -> MigrationReport:
         return await asyncio.to_thread(self._with_sync, self._migrate, check=check)
 
+    async def build_communities(self, *, dry_run: bool = False) -> CommunityBuildSummary:
+        """Recompute communities and their reports (kg.communities.build)."""
+        return await asyncio.to_thread(self._with_sync, self._communities, dry_run=dry_run)
+
     def _with_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._lock:
             if self._sync is None:
@@ -427,6 +439,10 @@ class KnowledgeGraph(_GraphConfig):
 
     def migrate(self, *, check: bool = False) -> MigrationReport:
         return self._migrate(self.driver, check=check)
+
+    def build_communities(self, *, dry_run: bool = False) -> CommunityBuildSummary:
+        """Recompute communities and their reports (kg.communities.build)."""
+        return self._communities(self.driver, dry_run=dry_run)
 
     # -- reads (through the async twin on a private loop) ----------------------------------------
 

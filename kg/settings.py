@@ -231,6 +231,49 @@ class SearchSettings(BaseModel):
     relation_types_ttl_s: float = Field(60.0, ge=0, description="Cache of db.relationshipTypes().")
 
 
+class CommunitySettings(BaseModel):
+    """`kg communities build` (hierarchical Leiden, reports) and global search over the reports."""
+
+    reports: Literal["extractive", "llm"] = Field(
+        "extractive",
+        description="`extractive`: reports built from the graph itself, no LLM (the default); "
+        "`llm`: written by the extraction endpoint (KG_EXTRACT__BASE_URL, MODEL, API_KEY).",
+    )
+    max_cluster_size: int = Field(
+        10, ge=2, le=1_000_000, description="A community larger than this is split a level down."
+    )
+    resolution: float = Field(1.0, gt=0, description="Leiden resolution: higher, smaller.")
+    seed: int = Field(42, description="Leiden's random seed: same graph and seed, same result.")
+    min_size: int = Field(2, ge=1, description="Smaller communities are not stored.")
+    read_batch: int = Field(
+        5000, ge=1, le=100_000, description="Source entities read per query of the graph."
+    )
+    report_entities: int = Field(15, ge=1, le=200, description="Entities in a report's context.")
+    report_relations: int = Field(
+        30, ge=1, le=500, description="Relations in a report's context (citable by id)."
+    )
+    report_chunks: int = Field(
+        5, ge=0, le=100, description="Chunks in a report's context (citable by id)."
+    )
+    chunk_chars: int = Field(600, ge=50, le=10_000, description="Characters kept per chunk.")
+    max_calls: int | None = Field(
+        None, ge=0, description="Report LLM calls per build (re-asks count); then extractive."
+    )
+    max_tokens: int | None = Field(None, ge=0, description="Report LLM tokens per build.")
+    cache_path: Path = Path(".kg/report-cache.sqlite")
+    global_level: int = Field(0, ge=0, le=20, description="Global search: default level.")
+    global_reports: int = Field(
+        20, ge=1, le=500, description="Global search: reports read (best ranked and matching)."
+    )
+    global_batch: int = Field(5, ge=1, le=50, description="Global search: reports per map call.")
+    global_max_calls: int = Field(
+        8, ge=1, le=200, description="Global search with an LLM: calls per request (map+reduce)."
+    )
+    global_max_tokens: int = Field(
+        40_000, ge=1000, description="Global search with an LLM: tokens per request."
+    )
+
+
 class ApiSettings(BaseModel):
     """The REST surface."""
 
@@ -334,6 +377,7 @@ class Settings(BaseSettings):
     resolve: ResolveSettings = Field(default_factory=ResolveSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    communities: CommunitySettings = Field(default_factory=CommunitySettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

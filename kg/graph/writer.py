@@ -187,11 +187,12 @@ FOREACH (c IN chunks | DETACH DELETE c)
 RETURN touched
 """
 
+# Community membership does not keep an entity alive: it is derived, and rebuilt from the rest.
 _DELETE_ORPHANS: LiteralString = """
 UNWIND $ids AS entity_id
 MATCH (e:Entity {id: entity_id})
-WHERE NOT (e)--()
-DELETE e
+WHERE NOT EXISTS { (e)-[r]-() WHERE type(r) <> 'IN_COMMUNITY' }
+DETACH DELETE e
 RETURN count(*) AS deleted
 """
 
