@@ -275,6 +275,9 @@ def main() -> None:
                 ours, summary = _timed(
                     pid, lambda p=path: ingest(settings, driver, folder, triplets=p)
                 )
+                types = driver.execute_query(
+                    "CALL db.relationshipTypes() YIELD relationshipType RETURN count(*) AS n"
+                ).records[0]["n"]
                 _wipe(driver)
                 ceiling, _ = _timed(pid, lambda r=rows: _ceiling(driver, r, args.batch))
                 runs[size]["kg"].append(ours)
@@ -282,13 +285,9 @@ def main() -> None:
                 print(
                     f"rep={rep} predicates={size:5d} triplets={n}: kg {ours.wall:.1f}s wall "
                     f"{ours.cpu:.1f}s cpu, ceiling {ceiling.wall:.1f}s wall {ceiling.cpu:.1f}s cpu; "
-                    f"dropped={len(summary.dropped)} stages={summary.timings}",
+                    f"types={types} dropped={len(summary.dropped)} stages={summary.timings}",
                     flush=True,
                 )
-        types = driver.execute_query(
-            "CALL db.relationshipTypes() YIELD relationshipType RETURN count(*) AS n"
-        ).records[0]["n"]
-        print(f"\nrelationship types in the graph after the {sizes[-1]}-predicate run: {types}")
         print("\nmedians over repeats (relations/s = triplets / seconds; ratios are per pair)")
         print(
             "| distinct predicates | kg rel/s (wall) | ceiling rel/s (wall) | kg / ceiling (wall) | kg / ceiling (cpu) |"
