@@ -23,7 +23,7 @@ from litestar.status_codes import HTTP_204_NO_CONTENT
 
 import kg
 from api.auth import PUBLIC
-from kg.graph.server import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH
+from kg.local import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH
 
 GUIDE_FILE = "guide.html"
 STYLE_FILE = "style.grass"

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg.graph.server import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, LocalNeo4j, kg_api_url
+from kg.local import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, LocalNeo4j, kg_api_url
 from kg.settings import Settings
 
 
