@@ -132,29 +132,10 @@ def build_communities(
     )
     timings["context"] = time.perf_counter() - start
 
-    per_level: dict[int, int] = defaultdict(int)
-    for c in communities:
-        per_level[c.level] += 1
-    summary = CommunityBuildSummary(
-        entities=len({m for c in communities for m in c.members}),
-        pairs=len(pairs),
-        communities=len(communities),
-        levels=len(per_level),
-        per_level=dict(sorted(per_level.items())),
-        dry_run=dry_run,
-    )
+    summary = _summary(communities, len(pairs), dry_run=dry_run)
 
     start = time.perf_counter()
-    llm: dict[str, CommunityReport] = {}
-    cached: set[str] = set()
-    if cs.reports == "llm":
-        if reporter is None:
-            reporter = LLMReporter(settings.extract, cs, ReportCache(cs.cache_path))
-        try:
-            llm, cached = _llm_reports(reporter, contexts, summary, dry_run=dry_run)
-        finally:
-            if reporter.cache is not None:
-                reporter.cache.close()
+    llm, cached, reporter = _report_step(settings, reporter, contexts, summary, dry_run)
     timings["report"] = time.perf_counter() - start
 
     if dry_run:
@@ -162,14 +143,61 @@ def build_communities(
         return summary
 
     start = time.perf_counter()
-    internal = _internal_weights(communities, pairs)
-    ratings = dict(
-        zip(
-            [c.community.id for c in contexts],
-            relative_rating([internal.get(c.community.id, 0.0) for c in contexts]),
-            strict=True,
-        )
+    rows = _rows(contexts, _internal_weights(communities, pairs), llm, cached, reporter, summary)
+    summary.deleted = store.write(rows, uuid.uuid4().hex)
+    timings["write"] = time.perf_counter() - start
+    summary.timings = {k: round(v, 3) for k, v in timings.items()}
+    return summary
+
+
+def _summary(
+    communities: Sequence[Community], pairs: int, *, dry_run: bool
+) -> CommunityBuildSummary:
+    per_level: dict[int, int] = defaultdict(int)
+    for c in communities:
+        per_level[c.level] += 1
+    return CommunityBuildSummary(
+        entities=len({m for c in communities for m in c.members}),
+        pairs=pairs,
+        communities=len(communities),
+        levels=len(per_level),
+        per_level=dict(sorted(per_level.items())),
+        dry_run=dry_run,
     )
+
+
+def _report_step(
+    settings: Settings,
+    reporter: LLMReporter | None,
+    contexts: Sequence[ReportContext],
+    summary: CommunityBuildSummary,
+    dry_run: bool,
+) -> tuple[dict[str, CommunityReport], set[str], LLMReporter | None]:
+    """LLM reports where configured (cached, budgeted); an empty map means all extractive."""
+    cs = settings.communities
+    if cs.reports != "llm":
+        return {}, set(), reporter
+    if reporter is None:
+        reporter = LLMReporter(settings.extract, cs, ReportCache(cs.cache_path))
+    try:
+        llm, cached = _llm_reports(reporter, contexts, summary, dry_run=dry_run)
+    finally:
+        if reporter.cache is not None:
+            reporter.cache.close()
+    return llm, cached, reporter
+
+
+def _rows(
+    contexts: Sequence[ReportContext],
+    internal: dict[str, float],
+    llm: dict[str, CommunityReport],
+    cached: set[str],
+    reporter: LLMReporter | None,
+    summary: CommunityBuildSummary,
+) -> list[StoredReport]:
+    """What the write stores: the LLM's report where there is one, else an extractive one."""
+    ids = [c.community.id for c in contexts]
+    ratings = dict(zip(ids, relative_rating([internal.get(i, 0.0) for i in ids]), strict=True))
     rows: list[StoredReport] = []
     for context in contexts:
         cid = context.community.id
@@ -193,10 +221,7 @@ def build_communities(
                 members_hash=member_hash(context.community.members),
             )
         )
-    summary.deleted = store.write(rows, uuid.uuid4().hex)
-    timings["write"] = time.perf_counter() - start
-    summary.timings = {k: round(v, 3) for k, v in timings.items()}
-    return summary
+    return rows
 
 
 def _llm_reports(
