@@ -25,6 +25,7 @@ from api.errors import exception_handler
 from api.middleware import EdgeMiddleware
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
+from api.routes.questions import QuestionController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
 from kg.client import AsyncKnowledgeGraph
@@ -67,6 +68,7 @@ def openapi_config() -> OpenAPIConfig:
             Tag(name="search", description="Local GraphRAG search."),
             Tag(name="entities", description="Entities and their neighbourhoods."),
             Tag(name="templates", description="Named, read-only Cypher templates."),
+            Tag(name="questions", description="Answers with citations; questions to templates."),
             Tag(name="health", description="Liveness of the API and Neo4j."),
         ],
     )
@@ -108,7 +110,13 @@ def create_app(
             await graph.aclose()
 
     app = Litestar(
-        route_handlers=[SearchController, EntityController, TemplateController, HealthController],
+        route_handlers=[
+            SearchController,
+            EntityController,
+            TemplateController,
+            QuestionController,
+            HealthController,
+        ],
         dependencies={
             "service": Provide(provide_service),
             "backend": Provide(provide_backend),

@@ -7,6 +7,7 @@ so neither a stack trace nor a Neo4j credential can reach a client.
     QueryRejected, ValidationException   422  names each field and why
     NotFoundError, unknown route          404
     QueryTimeout, server tx timeout       504
+    ExtractionError (the LLM failed)      502  /answer and /query
     ClientBusy (per-client cap)           429  Retry-After 1
     Overloaded (every slot busy)          503  Retry-After 1
     StoreError (incl. StoreUnavailable),
@@ -37,6 +38,7 @@ from litestar.status_codes import (
     HTTP_422_UNPROCESSABLE_ENTITY,
     HTTP_429_TOO_MANY_REQUESTS,
     HTTP_500_INTERNAL_SERVER_ERROR,
+    HTTP_502_BAD_GATEWAY,
     HTTP_503_SERVICE_UNAVAILABLE,
     HTTP_504_GATEWAY_TIMEOUT,
 )
@@ -46,6 +48,7 @@ from api.backend import UNREACHABLE, statement_error
 from api.models import ErrorBody, FieldError
 from kg.errors import (
     ClientBusy,
+    ExtractionError,
     NotFoundError,
     Overloaded,
     QueryRejected,
@@ -74,6 +77,7 @@ _CODES = {
     422: "invalid_parameters",
     429: "too_many_requests",
     500: "internal_error",
+    502: "llm_failed",
     503: "unavailable",
     504: "timeout",
 }
@@ -123,6 +127,8 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
         return _body(HTTP_404_NOT_FOUND, str(exc)), {}
     if isinstance(exc, QueryTimeout) or (isinstance(exc, Neo4jError) and _is_timeout(exc)):
         return _body(HTTP_504_GATEWAY_TIMEOUT, TIMEOUT_DETAIL), {}
+    if isinstance(exc, ExtractionError):
+        return _body(HTTP_502_BAD_GATEWAY, f"LLM: {exc}"), {}
     if isinstance(exc, ClientBusy):
         return _body(HTTP_429_TOO_MANY_REQUESTS, str(exc)), {"Retry-After": "1"}
     if isinstance(exc, Overloaded):

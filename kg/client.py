@@ -38,6 +38,8 @@ from neo4j import AsyncDriver, Driver
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
+from kg.answer import AnswerRequest, AnswerResponse
+from kg.answer import answer as run_answer
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
@@ -50,6 +52,8 @@ from kg.graph.schema import apply_schema as run_apply_schema
 from kg.graph.server import LocalNeo4j
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
+from kg.nlquery import QueryRequest, QueryResponse
+from kg.nlquery import query as run_query
 from kg.resolve import Embedder, make_embedder
 from kg.search import SearchService
 from kg.search_models import (
@@ -209,6 +213,23 @@ def _request(
         raise rejected(exc, "search") from exc
 
 
+def _answer_request(
+    question: str, mode: str, depth: int, as_of: date | datetime | None, limit: int
+) -> AnswerRequest:
+    raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit}
+    try:
+        return AnswerRequest.model_validate(raw)
+    except ValidationError as exc:
+        raise rejected(exc, "answer") from exc
+
+
+def _query_request(question: str) -> QueryRequest:
+    try:
+        return QueryRequest.model_validate({"question": question})
+    except ValidationError as exc:
+        raise rejected(exc, "query") from exc
+
+
 async def _read(what: str, call: Awaitable[T]) -> T:
     """Await a read; kg errors pass, Neo4j and driver failures become kg errors."""
     try:
@@ -326,6 +347,30 @@ class AsyncKnowledgeGraph(_GraphConfig):
 
     async def check_model(self) -> None:
         await _read("model check", self.service.check_model())
+
+    # -- questions through the LLM (kg/answer.py, kg/nlquery.py) -------------------------------
+
+    async def answer(
+        self,
+        question: str,
+        *,
+        mode: str = "auto",
+        depth: int = 2,
+        as_of: date | datetime | None = None,
+        limit: int = 10,
+    ) -> AnswerResponse:
+        """An answer from retrieved context only, citing it; or ``insufficient_context``."""
+        return await self.answer_request(_answer_request(question, mode, depth, as_of, limit))
+
+    async def answer_request(self, request: AnswerRequest) -> AnswerResponse:
+        return await _read("answer", run_answer(self.service, self.settings, request))
+
+    async def query(self, question: str) -> QueryResponse:
+        """The question as one registry template (chosen by the LLM), run through the guard."""
+        return await self.query_request(_query_request(question))
+
+    async def query_request(self, request: QueryRequest) -> QueryResponse:
+        return await _read("query", run_query(self.service, self.settings, request))
 
     # -- writes (sync driver, worker thread) -----------------------------------------------------
 
@@ -498,6 +543,24 @@ class KnowledgeGraph(_GraphConfig):
 
     def check_model(self) -> None:
         self._read(lambda g: g.check_model())
+
+    def answer(
+        self,
+        question: str,
+        *,
+        mode: str = "auto",
+        depth: int = 2,
+        as_of: date | datetime | None = None,
+        limit: int = 10,
+    ) -> AnswerResponse:
+        """An answer from retrieved context only, citing it; or ``insufficient_context``."""
+        request = _answer_request(question, mode, depth, as_of, limit)
+        return self._read(lambda g: g.answer_request(request))
+
+    def query(self, question: str) -> QueryResponse:
+        """The question as one registry template (chosen by the LLM), run through the guard."""
+        request = _query_request(question)
+        return self._read(lambda g: g.query_request(request))
 
 
 async def _templates(graph: AsyncKnowledgeGraph) -> list[TemplateInfo]:

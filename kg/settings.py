@@ -110,6 +110,42 @@ class LocalServerSettings(BaseModel):
         return self.home / "password"
 
 
+class AnswerSettings(BaseModel):
+    """The LLM of answers and questions to templates (`kg ask`, `kg query`, `/answer`, `/query`).
+
+    Unset endpoint fields (base_url, api_key, model, mode) use the `extract` section's."""
+
+    base_url: str | None = Field(None, description="Unset: `extract.base_url`.")
+    api_key: SecretStr | None = Field(None, description="Unset: `extract.api_key`.")
+    model: str | None = Field(None, description="Unset: `extract.model`.")
+    mode: Literal["tools", "json", "json_schema", "md_json"] | None = Field(
+        None, description="instructor mode; unset: `extract.mode`."
+    )
+    temperature: float = Field(0.0, ge=0, le=2)
+    timeout_s: float = Field(60.0, gt=0, description="Per LLM call.")
+    max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Re-asks after an invalid answer (invented citation, bad "
+        "template parameters), within `max_calls`.",
+    )
+    max_calls: int = Field(3, ge=1, le=20, description="LLM calls one request may make.")
+    max_tokens: int = Field(
+        24_000,
+        ge=100,
+        le=1_000_000,
+        description="Tokens (prompt + completion) one request may use.",
+    )
+    context_chars: int = Field(
+        12_000,
+        ge=500,
+        le=200_000,
+        description="Most characters of retrieved context one "
+        "answer sends to the LLM (items in rank order until this is reached).",
+    )
+
+
 class ExtractSettings(BaseModel):
     """LLM extraction through any OpenAI-compatible endpoint."""
 
@@ -262,6 +298,7 @@ class CommunitySettings(BaseModel):
     max_tokens: int | None = Field(None, ge=0, description="Report LLM tokens per build.")
     cache_path: Path = Path(".kg/report-cache.sqlite")
 
+
 class ApiSettings(BaseModel):
     """The REST surface."""
 
@@ -367,6 +404,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     communities: CommunitySettings = Field(default_factory=CommunitySettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -26,6 +26,8 @@ def test_spec_documents_every_operation_and_auth() -> None:
         "getEntityNeighborhood",
         "listTemplates",
         "runTemplate",
+        "answer",
+        "query",
         "health",
     }
     assert spec["components"]["securitySchemes"]["BearerAuth"]["scheme"] == "bearer"
