@@ -59,7 +59,7 @@ def browse(
 
     Exit code 3 when the local Neo4j is not running.
     """
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     settings = Settings()
     status = LocalNeo4j(settings).status()
     api = kg_api_url(settings.api)
