@@ -284,7 +284,7 @@ def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
         target = Path(os.environ[SCREENSHOT_ENV])
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, target)
-    assert elapsed < 45, f"the browser part took {elapsed:.0f}s"
+    assert elapsed < 60, f"the browser part took {elapsed:.0f}s (budget: a minute)"
 
 
 def _wait_until_still(page: Any, timeout_s: float = 15.0) -> None:
