@@ -143,15 +143,18 @@ def _valid_triplets(
 ) -> tuple[list[_Triplet], list[DroppedItem]]:
     kept: list[_Triplet] = []
     dropped: list[DroppedItem] = []
+    checked: set[tuple[str, str | None]] = set()
     for i, item in enumerate(raw):
         try:
             t = _Triplet.model_validate(item)
             ExtractedRelation.model_validate(_relation(t), context={"ontology": ontology})
             for name, kind in ((t.subject, t.subject_type), (t.object, t.object_type)):
-                ExtractedEntity.model_validate(
-                    {"name": name, "type": kind or DEFAULT_ENTITY_TYPE},
-                    context={"ontology": ontology},
-                )
+                if (name, kind) not in checked:  # an entity is checked once per line
+                    ExtractedEntity.model_validate(
+                        {"name": name, "type": kind or DEFAULT_ENTITY_TYPE},
+                        context={"ontology": ontology},
+                    )
+                    checked.add((name, kind))
         except ValidationError as exc:
             dropped.append(DroppedItem("triplets", i, describe_error(exc)))
             continue
@@ -205,9 +208,18 @@ def _to_result(
         entity(t.subject, t.subject_type)
         entity(t.object, t.object_type)
         relations.append(_relation(t))
-    result, late = salvage(list(entities.values()), relations, ontology=ontology)
-    # Items were checked one by one above; what salvage still drops is reported, not lost.
-    return result, dropped + late
+    try:
+        # Every item passed on its own above, so the whole passes too (one validation pass).
+        result = ExtractionResult.model_validate(
+            {"entities": list(entities.values()), "relations": relations},
+            context={"ontology": ontology},
+        )
+    except ValidationError:
+        # An item that fails only together with the others (e.g. an alias clash): salvage
+        # keeps the rest and reports it, never losing the line.
+        result, late = salvage(list(entities.values()), relations, ontology=ontology)
+        dropped += late
+    return result, dropped
 
 
 def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResult:
