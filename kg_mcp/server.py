@@ -1,0 +1,218 @@
+"""The MCP tools: search, answer, get_entity, neighborhood, list_templates, run_template.
+
+Each tool calls the library surface (:class:`kg.AsyncKnowledgeGraph`), so an agent gets
+exactly the guarded, read-only behaviour of REST: the same request models and bounds, the same
+templates through the same guard. kg errors reach the agent as tool errors with kg's message
+(a caller mistake names the field); anything else is reported by the SDK as a bare failure.
+Every result is JSON of at most :data:`MAX_RESULT_CHARS` characters: the longest lists are
+cut (and ``truncated_for_size`` set) until it fits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Sequence
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from kg import AsyncKnowledgeGraph, KGError
+from kg.answer import AnswerRequest
+from kg.errors import validation_errors
+from kg.instants import AsOf as AsOfType
+from kg.search_models import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS, MIN_DEPTH, SearchRequest
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+#: The largest JSON text one tool result may have.
+MAX_RESULT_CHARS = 60_000
+TOOL_NAMES = (
+    "search",
+    "answer",
+    "get_entity",
+    "neighborhood",
+    "list_templates",
+    "run_template",
+)
+
+INSTRUCTIONS = """\
+kg is a temporal knowledge graph built from a team's documents (services, teams, owners, \
+dependencies, incidents, with dates). Start with `search` (entities, dated relations and the \
+document chunks behind them) or `answer` (a cited answer, or a plain "insufficient context"). \
+Use `get_entity` and `neighborhood` with ids from those results. For exact structured questions \
+(who owned X at a date, paths between two entities) use `list_templates` and `run_template`. \
+Everything is read-only."""
+
+Question = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question, in plain words."),
+]
+Mode = Annotated[
+    Literal["auto", "graph", "vector", "hybrid"],
+    Field(
+        description="auto (default): hybrid for now; graph: entities linked from the question, "
+        "expanded through relations; vector: chunks by meaning only; hybrid: both fused."
+    ),
+]
+Depth = Annotated[
+    int, Field(ge=MIN_DEPTH, le=MAX_DEPTH, description="Hops to expand from matched entities.")
+]
+AsOf = Annotated[
+    str | None,
+    Field(
+        description="ISO date or datetime: only facts valid then (e.g. 2023-06-30). Default: now."
+    ),
+]
+EntityId = Annotated[
+    str,
+    Field(min_length=1, max_length=256, description="An entity `id` from search or another tool."),
+]
+_READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True)
+
+
+def bounded(data: Any, limit: int = MAX_RESULT_CHARS) -> dict[str, Any]:
+    """``data`` as a JSON object of at most ``limit`` characters (longest lists halved)."""
+    out: dict[str, Any] = data if isinstance(data, dict) else {"items": data}
+    while len(json.dumps(out, default=str)) > limit:
+        lists = list(_lists(out))
+        if not lists:
+            return {"truncated_for_size": True, "detail": "result too large; narrow the call"}
+        holder, key = max(lists, key=lambda hk: len(json.dumps(hk[0][hk[1]], default=str)))
+        items = holder[key]
+        holder[key] = items[: len(items) // 2]
+        out["truncated_for_size"] = True
+    return out
+
+
+def _lists(node: Any) -> Any:
+    """(container, key) of every non-empty list inside ``node``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, list) and value:
+                yield node, key
+            yield from _lists(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _lists(item)
+
+
+async def _call(call: Awaitable[T]) -> T:
+    try:
+        return await call
+    except KGError as exc:  # kg's messages are for callers: they name the field, no secrets
+        raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _dump(model: BaseModel | Sequence[BaseModel]) -> dict[str, Any]:
+    if not isinstance(model, BaseModel):
+        return bounded([m.model_dump(mode="json") for m in model])
+    return bounded(model.model_dump(mode="json"))
+
+
+def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
+    """The MCP server over an opened graph (the caller owns its lifetime)."""
+    server: MCPServer[Any] = MCPServer(
+        name="kg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
+    )
+
+    @server.tool(annotations=_READ_ONLY)
+    async def search(
+        query: Question,
+        mode: Mode = "auto",
+        depth: Depth = 2,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most items per list.")] = 10,
+        as_of: AsOf = None,
+    ) -> dict[str, Any]:
+        """Search the knowledge graph: ranked entities, relations (with validity dates) and
+        the document chunks that support them. Use it first, to find entity ids and context."""
+        request = _valid(
+            SearchRequest,
+            {"query": query, "mode": "hybrid" if mode == "auto" else mode, "depth": depth,
+             "limit": limit, "as_of": as_of},
+        )  # fmt: skip
+        return _dump(await _call(graph.search_request(request)))
+
+    @server.tool(annotations=_READ_ONLY)
+    async def answer(
+        question: Question,
+        mode: Mode = "auto",
+        depth: Depth = 2,
+        limit: Annotated[int, Field(ge=1, le=50, description="Context chunks/relations.")] = 10,
+        as_of: AsOf = None,
+    ) -> dict[str, Any]:
+        """Answer a question from the graph's retrieved context only, with citations (chunk
+        and relation ids from the returned context). When the context does not answer it,
+        `insufficient_context` is true: do not guess beyond it. Costs LLM calls (see usage)."""
+        request = _valid(
+            AnswerRequest,
+            {"question": question, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of},
+        )
+        return _dump(await _call(graph.answer_request(request)))
+
+    @server.tool(annotations=_READ_ONLY)
+    async def get_entity(entity_id: EntityId) -> dict[str, Any]:
+        """One entity by id: name, type, description, aliases, degree and number of mentions."""
+        return _dump(await _call(graph.entity(entity_id)))
+
+    @server.tool(annotations=_READ_ONLY)
+    async def neighborhood(
+        entity_id: EntityId,
+        depth: Depth = 1,
+        as_of: AsOf = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most relations read.")] = 100,
+    ) -> dict[str, Any]:
+        """An entity's neighbours and relations within `depth` hops, ranked; with `as_of`,
+        only relations valid at that date (e.g. who owned it then)."""
+        when = _as_of(as_of)
+        return _dump(await _call(graph.neighborhood(entity_id, depth, as_of=when, limit=limit)))
+
+    @server.tool(annotations=_READ_ONLY)
+    async def list_templates() -> dict[str, Any]:
+        """The named, read-only query templates `run_template` accepts, each with its
+        description and JSON schema of parameters (ids, depth, as_of, limits)."""
+        return _dump(graph.templates())
+
+    @server.tool(annotations=_READ_ONLY)
+    async def run_template(
+        name: Annotated[
+            str, Field(min_length=1, max_length=64, description="From list_templates.")
+        ],
+        parameters: Annotated[
+            dict[str, Any] | None,
+            Field(description="The template's parameters, matching its schema (entity ids)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Run one named read-only template with parameters; rows come back as JSON. Example:
+        relations_valid_at with {"entity_id": "...", "as_of": "2023-06-30"}."""
+        return _dump(await _call(graph.run_template(name, **(parameters or {}))))
+
+    return server
+
+
+def _valid(model: type[M], raw: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        errors = "; ".join(f"{e['field']}: {e['reason']}" for e in validation_errors(exc))
+        raise ToolError(f"invalid arguments: {errors}") from exc
+
+
+def _as_of(value: str | None) -> Any:
+    if value is None:
+        return None
+    from pydantic import ValidationError
+
+    try:
+        return TypeAdapter(AsOfType).validate_python(value)
+    except ValidationError as exc:
+        raise ToolError(f"as_of: not a date or datetime: {value[:40]!r}") from exc
+
+
+def _version() -> str:
+    import kg
+
+    return str(kg.__version__)
