@@ -357,3 +357,34 @@ def test_kg_query_on_the_example_returns_the_2023_owner(
     body = json.loads(done.stdout)
     assert body["template"] == "relations_valid_at"
     assert {r["target_name"] for r in body["result"]["rows"]} == {"Team Identity"}
+
+
+def test_kg_ask_prints_the_answer_and_its_sources(
+    corpus: Driver, settings: Settings, scripted: ScriptedLLM
+) -> None:
+    scripted.responder = _cite_first_chunk
+    env = cli_env(settings, KG_EXTRACT__BASE_URL=scripted.base_url, KG_EXTRACT__MODEL="m")
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "ask", "Who owns AuthService?", "--mode", "graph"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Team Platform Security owns AuthService" in done.stdout
+    assert "[1] " in done.stdout  # the cited source, by document
+    assert "1 LLM call(s)" in done.stdout
+    invalid = subprocess.run(
+        [sys.executable, "-m", "cli.main", "ask", "Who?", "--depth", "7"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert invalid.returncode == 2
+    assert "--depth" in invalid.stderr
