@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from cyclopts import Parameter
 from rich.console import Console
@@ -46,6 +46,15 @@ def ingest(
     dry_run: Annotated[
         bool, Parameter(help="Estimate LLM calls and tokens; write nothing.")
     ] = False,
+    graph_mode: Annotated[
+        Literal["llm", "metadata"],
+        Parameter(
+            name="--graph",
+            help="llm: extract facts with the LLM (plus the document graph); metadata: only the "
+            "document graph (titles, headings, links, declared entities and their mentions), "
+            "no LLM call.",
+        ),
+    ] = "llm",
     max_calls: Annotated[int | None, Parameter(help="Stop after this many LLM calls.")] = None,
     max_tokens: Annotated[int | None, Parameter(help="Stop after this many LLM tokens.")] = None,
     json: Annotated[bool, Parameter(help="Print the summary as one JSON object.")] = False,
@@ -72,6 +81,7 @@ def ingest(
         prune=prune,
         dry_run=dry_run,
         follow_symlinks=follow_symlinks,
+        graph=graph_mode,
     )
     with (
         KnowledgeGraph(settings) as graph,
@@ -112,6 +122,10 @@ def summary_table(s: IngestSummary) -> Table:
         rows += [
             ("entities created / matched existing", f"{s.entities_created} / {s.entities_matched}"),
             ("surface forms merged", s.mentions_merged),
+            (
+                "document graph entities / mentions",
+                f"{s.docgraph_entities} / {s.docgraph_mentions}",
+            ),
             (
                 "relations created / updated / closed",
                 f"{s.relations_created} / {s.relations_updated} / {s.relations_closed}",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 from neo4j import AsyncDriver, Driver
 from neo4j.exceptions import DriverError, Neo4jError
@@ -106,6 +106,7 @@ class IngestOptions:
     prune: bool = False
     dry_run: bool = False
     follow_symlinks: bool = False
+    graph: Literal["llm", "metadata"] = "llm"  # metadata: the document graph alone, no LLM
 
 
 class _GraphConfig:
@@ -120,6 +121,7 @@ class _GraphConfig:
     ) -> None:
         self.settings = _settings(settings, overrides)
         self._embedder = embedder
+        self._chunk_embedder: Embedder | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -127,6 +129,13 @@ class _GraphConfig:
         if self._embedder is None:
             self._embedder = make_embedder(self.settings.resolve)
         return self._embedder
+
+    @property
+    def chunk_embedder(self) -> Embedder:
+        """The embedder for chunk texts and the questions searched against them."""
+        if self._chunk_embedder is None:
+            self._chunk_embedder = make_chunk_embedder(self.settings.chunks)
+        return self._chunk_embedder
 
     @property
     def database(self) -> str:
@@ -152,6 +161,8 @@ class _GraphConfig:
                 follow_symlinks=options.follow_symlinks,
                 progress=progress,
                 embedder=self.embedder,
+                chunk_embedder=self.chunk_embedder,
+                graph=options.graph,
             )
         except (Neo4jError, DriverError, OSError) as exc:
             error = translate(exc, "ingest")
@@ -165,6 +176,7 @@ class _GraphConfig:
                 driver,
                 database=self.database,
                 dimension=self.settings.resolve.embedding_dim,
+                chunk_dimension=self.settings.chunks.embedding_dim,
                 folder=self.settings.schema_dir,
             )
         except (Neo4jError, DriverError, OSError) as exc:
@@ -175,7 +187,13 @@ class _GraphConfig:
             if check:
                 return MigrationReport(from_version=read_model(driver, self.database).effective)
             self._schema(driver)
-            return run_migrate(driver, self.database, make_writer(self.settings, driver))
+            return run_migrate(
+                driver,
+                self.database,
+                make_writer(self.settings, driver),
+                entity_embedder=self.embedder,
+                chunk_embedder=self.chunk_embedder,
+            )
         except (Neo4jError, DriverError, OSError) as exc:
             raise translate(exc, "migrate") from exc
 
@@ -268,7 +286,9 @@ class AsyncKnowledgeGraph(_GraphConfig):
         """Open the async driver (reads); the sync one (writes) opens on first write."""
         if self._driver is None:
             self._driver = open_async_driver(self.settings.neo4j)
-            self._service = search_service(self._driver, self.settings, self.embedder)
+            self._service = search_service(
+                self._driver, self.settings, self.embedder, self.chunk_embedder
+            )
 
     async def aclose(self) -> None:
         if self._driver is not None:
@@ -578,7 +598,15 @@ def schema_statements(settings: Settings | None = None) -> list[str]:
 
 
 def search_service(
-    driver: AsyncDriver, settings: Settings, embedder: Embedder | None = None
+    driver: AsyncDriver,
+    settings: Settings,
+    embedder: Embedder | None = None,
+    chunk_embedder: Embedder | None = None,
 ) -> SearchService:
     """The search use case on a caller's driver (the API builds its own per app)."""
-    return SearchService(driver, settings, embedder or make_embedder(settings.resolve))
+    return SearchService(
+        driver,
+        settings,
+        embedder or make_embedder(settings.resolve),
+        chunk_embedder=chunk_embedder,
+    )

@@ -23,10 +23,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from neo4j import Driver
 
+from kg import docgraph
 from kg.documents import chunk_document, document_id, load_folder
 from kg.errors import ConfigError
 from kg.extract import (
@@ -50,9 +51,10 @@ from kg.graph.writer import (
     TypePolicy,
     WriteCounts,
 )
-from kg.models import Chunk, Document, Mention
+from kg.models import Chunk, Document, KnownEntity, Mention, ResolvedEntity
 from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.adjudicate import Adjudicator, make_adjudicator
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.resolve.resolver import Resolution
 from kg.settings import Settings
 
@@ -98,6 +100,8 @@ class IngestSummary:
     relations_created: int = 0
     relations_updated: int = 0
     relations_closed: int = 0
+    docgraph_entities: int = 0  # new entities from titles, headings, links, declarations
+    docgraph_mentions: int = 0  # chunk-entity mentions found by the document graph
     llm_calls: int = 0
     llm_retries: int = 0
     cache_hits: int = 0
@@ -198,11 +202,12 @@ def ingest(
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     adjudicator: Adjudicator | None = None,
+    graph: Literal["llm", "metadata"] = "llm",
+    chunk_embedder: Embedder | None = None,
 ) -> IngestSummary:
     """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
 
-    ``embedder`` and ``adjudicator`` replace the ones settings would build (a seam for callers
-    with their own); the adjudicator is built when ``resolve.llm_adjudication`` is on.
+    ``graph="metadata"``: no LLM call, only the document graph (which every run adds).
     """
     started = time.monotonic()
     progress = progress or _Silent()
@@ -211,7 +216,7 @@ def ingest(
     summary = IngestSummary(root=str(root), source=source, dry_run=dry_run)
     clock = _Clock(summary, progress)
     writer = make_writer(settings, driver)
-    ensure_current(driver, settings.neo4j.database, write=not dry_run)
+    embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
 
     with clock.stage("load"):
         plan = _plan(
@@ -227,19 +232,18 @@ def ingest(
     # Extraction (or import): only validated results go on; failures are recorded.
     incomplete: set[str] = set()
     with clock.stage("extract", None if triplets is not None else len(plan.all_chunks)):
-        if triplets is not None:
-            facts = _import_facts(plan)
-        else:
-            facts = _extract(settings, plan.all_chunks, summary, incomplete, progress)
+        facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress)
     summary.documents_incomplete = len(incomplete)
 
     with clock.stage("resolve"):
-        embedder = embedder or make_embedder(settings.resolve)
         adjudicator = adjudicator or make_adjudicator(settings)
-        resolution, keys = _resolve(settings, writer, facts, embedder, adjudicator, summary)
+        known = writer.known_entities()
+        resolution, keys = _resolve(settings, known, facts, embedder, adjudicator, summary)
+        extra = _document_graph(plan, [*known, *resolution.entities.values()], embedder, summary)
 
     with clock.stage("write", 6):
-        _write(writer, plan, facts, keys, resolution, embedder, incomplete, summary, progress)
+        args = (plan, facts, keys, resolution, chunk_embedder, extra, incomplete, summary)
+        _write(writer, *args, progress)
         if prune and plan.gone:
             pruned: WriteCounts = writer.delete_documents(plan.gone)
             summary.documents_pruned = len(plan.gone)
@@ -249,6 +253,35 @@ def ingest(
 
 
 # -- steps -------------------------------------------------------------------------------------
+
+
+def _embedders(
+    settings: Settings,
+    driver: Driver,
+    embedder: Embedder | None,
+    chunk_embedder: Embedder | None,
+    dry_run: bool,
+) -> tuple[Embedder, Embedder]:
+    """The entity and chunk embedders; refuses a graph of another model or other embedders,
+    and stamps a new one (unless ``dry_run``)."""
+    embedder = embedder or make_embedder(settings.resolve)
+    chunk_embedder = chunk_embedder or make_chunk_embedder(settings.chunks)
+    identities = {"entity": embedder_identity(embedder), "chunk": embedder_identity(chunk_embedder)}
+    ensure_current(driver, settings.neo4j.database, write=not dry_run, embedders=identities)
+    return embedder, chunk_embedder
+
+
+def _document_graph(
+    plan: _Plan,
+    known: Sequence[KnownEntity | ResolvedEntity],
+    embedder: Embedder,
+    summary: IngestSummary,
+) -> docgraph.DocGraph:
+    """Zero-LLM entities from titles, headings, links; mentions of every known name."""
+    extra = docgraph.build(plan.todo, plan.chunks, known, embedder)
+    summary.docgraph_entities = len(extra.entities)
+    summary.docgraph_mentions = len(extra.mentions)
+    return extra
 
 
 def _estimate(
@@ -264,7 +297,7 @@ def _estimate(
 
 def _resolve(
     settings: Settings,
-    writer: GraphWriter,
+    known: list[KnownEntity],
     facts: list[ChunkFacts],
     embedder: Embedder,
     adjudicator: Adjudicator | None,
@@ -272,7 +305,7 @@ def _resolve(
 ) -> tuple[Resolution, list[tuple[str, int]]]:
     """Canonical entities for every mention, against what the graph already holds."""
     resolver = Resolver(settings.resolve, embedder, adjudicator)
-    resolver.add_known(writer.known_entities())
+    resolver.add_known(known)
     mentions, keys = _mentions(facts)
     resolution = resolver.resolve(mentions)
     summary.entities_created = len(resolution.new_ids)
@@ -344,6 +377,23 @@ def _chunk(settings: Settings, plan: _Plan, summary: IngestSummary, progress: Pr
     summary.chunks = len(plan.all_chunks)
 
 
+def _facts(
+    settings: Settings,
+    plan: _Plan,
+    triplets: Path | None,
+    graph: str,
+    summary: IngestSummary,
+    incomplete: set[str],
+    progress: Progress,
+) -> list[ChunkFacts]:
+    """Imported triplets, or the LLM's extraction, or none (``graph="metadata"``)."""
+    if triplets is not None:
+        return _import_facts(plan)
+    if graph == "metadata":
+        return []  # the document graph is the whole graph: no LLM call
+    return _extract(settings, plan.all_chunks, summary, incomplete, progress)
+
+
 def _import_facts(plan: _Plan) -> list[ChunkFacts]:
     return [
         f
@@ -358,7 +408,8 @@ def _write(
     facts: list[ChunkFacts],
     keys: list[tuple[str, int]],
     resolution: Resolution,
-    embedder: Any,
+    chunk_embedder: Embedder,
+    extra: docgraph.DocGraph,
     incomplete: set[str],
     summary: IngestSummary,
     progress: Progress,
@@ -383,17 +434,17 @@ def _write(
     written_chunks = [
         c for c in plan.all_chunks if c.document_id not in failed_docs or c.id in extracted
     ]
-    vectors = embedder.embed([c.text for c in written_chunks]) if written_chunks else []
-    writer.upsert_chunks(
-        [
-            ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, [float(x) for x in vec])
-            for c, vec in zip(written_chunks, vectors, strict=True)
-        ]
+    writer.upsert_chunks(_chunk_rows(plan, written_chunks, chunk_embedder))
+    progress.advance()
+    written = {c.id for c in written_chunks}
+    mentions = {(c, e) for c, e in extra.mentions if c in written}
+    found = {e for _, e in mentions}
+    writer.upsert_entities(
+        _entity_rows(resolution) + _entity_rows(extra.entities, keep=found)  # document graph
     )
     progress.advance()
-    writer.upsert_entities(_entity_rows(resolution))
-    progress.advance()
-    writer.upsert_mentions((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
+    mentions.update((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
+    writer.upsert_mentions(mentions)
     progress.advance()
     counts = writer.upsert_relations(_relations(facts, keys, entity_of))
     summary.relations_created = counts.relationships_created
@@ -407,8 +458,26 @@ def _write(
 # -- stages ------------------------------------------------------------------------------------
 
 
-def _entity_rows(resolution: Resolution) -> list[EntityRow]:
-    used = set(resolution.entity_ids)
+def _chunk_rows(plan: _Plan, chunks: list[Chunk], chunk_embedder: Embedder) -> list[ChunkRow]:
+    """Chunks with their embeddings (chunk embedder) and their document's title."""
+    vectors = chunk_embedder.embed([c.text for c in chunks])
+    titles = {d.id: d.title for d in plan.todo}
+    rows = []
+    for c, vec in zip(chunks, vectors, strict=True):
+        embedding = [float(x) for x in vec]
+        title = titles.get(c.document_id, "")
+        rows.append(ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, embedding, title))
+    return rows
+
+
+def _entity_rows(
+    resolution: Resolution | list[ResolvedEntity], keep: set[str] | None = None
+) -> list[EntityRow]:
+    """Rows of the resolution's entities that mentions use (or of ``keep`` in a list)."""
+    if isinstance(resolution, Resolution):
+        used, entities = set(resolution.entity_ids), list(resolution.entities.values())
+    else:
+        used, entities = keep or set(), resolution
     return [
         EntityRow(
             e.id,
@@ -418,7 +487,7 @@ def _entity_rows(resolution: Resolution) -> list[EntityRow]:
             tuple(e.aliases),
             list(e.embedding) if e.embedding is not None else None,
         )
-        for e in resolution.entities.values()
+        for e in entities
         if e.id in used
     ]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -32,6 +32,8 @@ from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
 from kg.resolve import Embedder
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
+from kg.retrieval import fuse, longest_links, personalized_pagerank, question_ngrams, specificity
 from kg.search_models import (
     DEPTHS,
     ChunkHit,
@@ -39,15 +41,27 @@ from kg.search_models import (
     EntityHit,
     Neighborhood,
     RelationHit,
+    SearchMode,
     SearchRequest,
     SearchResponse,
     TemplateInfo,
     TemplateResult,
 )
 from kg.settings import SearchSettings, Settings
+from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
 _CANDIDATES_PER_SEED = 4
+# Most seeds and most entities one passage hop starts from (the templates' id bounds).
+_MAX_SEEDS = 50
+MAX_HOP_IDS = 200
+# What each mode reports as its template(s).
+_TEMPLATES: dict[SearchMode, str] = {
+    "text": "chunks_by_text",
+    "vector": "chunks_by_vector",
+    "graph": "seed_expansion",
+    "hybrid": "chunks_by_text+chunks_by_vector+seed_expansion",
+}
 # Relations whose chunk_ids are fetched, as a multiple of the response limit.
 _EVIDENCE_RELATIONS = 3
 _DEFAULT_WEIGHT = 0.5
@@ -225,13 +239,69 @@ def vector_chunks(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
     ]
 
 
-def fuse_chunks(graph: Sequence[ChunkHit], vector: Sequence[ChunkHit], k: int) -> list[ChunkHit]:
-    """Hybrid mode: one chunk list, ranked by RRF of the graph and vector rankings."""
-    fused = rrf([[c.id for c in graph], [c.id for c in vector]], k)
-    by_id = {c.id: c for c in [*vector, *graph]}
+def graph_chunks(
+    scored: Sequence[tuple[str, float]], rows: Sequence[Mapping[str, Any]]
+) -> list[ChunkHit]:
+    """Chunks in PageRank order, scores scaled so the best is 1.0."""
+    by_id = {str(row["id"]): row for row in rows}
+    top = scored[0][1] if scored and scored[0][1] > 0 else 1.0
+    return [
+        ChunkHit(
+            id=cid,
+            text=str(by_id[cid].get("text") or ""),
+            document_id=str(by_id[cid].get("document_id") or ""),
+            document_path=str(by_id[cid].get("document_path") or ""),
+            score=score / top,
+        )
+        for cid, score in scored
+        if cid in by_id
+    ]
+
+
+def fuse_chunks(
+    rankings: Mapping[str, Sequence[ChunkHit]], weights: Mapping[str, float], k: int
+) -> list[ChunkHit]:
+    """Hybrid mode: one chunk list, ranked by weighted RRF of the signals' rankings."""
+    fused = fuse({name: [c.id for c in hits] for name, hits in rankings.items()}, weights, k)
+    by_id = {c.id: c for hits in rankings.values() for c in hits}
     hits = [by_id[cid].model_copy(update={"score": score}) for cid, score in fused.items()]
     hits.sort(key=lambda c: (-c.score, c.id))
     return hits
+
+
+def _embed(embedder: Embedder, text: str, dim: int) -> list[float] | None:
+    """The text's embedding, or None when it has no signal (a zero vector)."""
+    vector = embedder.embed([text])[0]
+    if vector.shape[0] != dim:
+        raise ConfigError(
+            f"the embedder made a {vector.shape[0]}-d vector; its index holds {dim}-d"
+        )
+    values = [float(v) for v in vector]
+    if not all(math.isfinite(v) for v in values) or not any(values):
+        return None
+    return values
+
+
+def _chunk_node(chunk_id: str) -> str:
+    return "c:" + chunk_id
+
+
+def _entity_node(entity_id: str) -> str:
+    return "e:" + entity_id
+
+
+async def _all(steps: Mapping[str, Coroutine[Any, Any, Any]]) -> dict[str, Any]:
+    """Run the steps concurrently; on the first failure cancel the rest and raise it."""
+    tasks = {name: asyncio.ensure_future(step) for name, step in steps.items()}
+    try:
+        await asyncio.gather(*tasks.values())
+    except BaseException:
+        for task in tasks.values():
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+        raise
+    return {name: task.result() for name, task in tasks.items()}
 
 
 # -- the use case ---------------------------------------------------------------------------
@@ -247,27 +317,42 @@ class SearchService:
         embedder: Embedder,
         *,
         registry: Registry = REGISTRY,
+        chunk_embedder: Embedder | None = None,
     ) -> None:
         self._settings = settings
         self._search = settings.search
         self._embedder = embedder
+        self._chunk_embedder = chunk_embedder or make_chunk_embedder(settings.chunks)
         self._weights = Weights.from_settings(settings.search)
         self._driver = driver
         self.guard = Guard(driver, settings, registry)
 
     async def startup(self) -> dict[str, str]:
         """EXPLAIN every template; ConfigError when one is not read-only."""
-        if self._embedder.dim != self._settings.resolve.embedding_dim:
-            raise ConfigError(
-                f"the embedder makes {self._embedder.dim}-d vectors but the vector indexes "
-                f"hold {self._settings.resolve.embedding_dim}-d ones (KG_RESOLVE__EMBEDDING_DIM)"
-            )
+        for embedder, dim, index, setting in (
+            (self._embedder, self._settings.resolve.embedding_dim, "entity_embedding",
+             "KG_RESOLVE__EMBEDDING_DIM"),
+            (self._chunk_embedder, self._settings.chunks.embedding_dim, "chunk_embedding",
+             "KG_CHUNKS__EMBEDDING_DIM"),
+        ):  # fmt: skip
+            if embedder.dim != dim:
+                raise ConfigError(
+                    f"the embedder makes {embedder.dim}-d vectors but the {index} vector index "
+                    f"holds {dim}-d ones ({setting})"
+                )
         await self.check_model()
         return await self.guard.verify_read_only()
 
     async def check_model(self) -> None:
-        """GraphModelError when the graph was written by another graph model (kg migrate)."""
-        await check_current_async(self._driver, self._settings.neo4j.database)
+        """GraphModelError when another graph model or other embedders wrote the graph."""
+        await check_current_async(
+            self._driver,
+            self._settings.neo4j.database,
+            {
+                "entity": embedder_identity(self._embedder),
+                "chunk": embedder_identity(self._chunk_embedder),
+            },
+        )
 
     def templates(self) -> list[TemplateInfo]:
         return self.guard.registry.infos()
@@ -322,45 +407,34 @@ class SearchService:
         )
 
     async def local_search(self, req: SearchRequest) -> SearchResponse:
-        """Answer one question; see the module docstring for the three modes."""
+        """Answer one question; see the module docstring for the modes."""
         started = time.perf_counter()
         self._check(req)
         if req.relation_types:
             await self.guard.check_relation_types(req.relation_types)
-        embedding = await asyncio.to_thread(self._embed, req.query)
-        vector_task = None
-        if req.mode in ("vector", "hybrid") and embedding is not None:
-            k = req.limit if req.mode == "vector" else max(req.limit, self._search.seeds * 4)
-            vector_task = asyncio.ensure_future(
-                self.guard.run("chunks_by_vector", {"embedding": embedding, "k": k})
+        n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
+        steps: dict[str, Coroutine[Any, Any, Any]] = {}
+        if req.mode in ("text", "hybrid"):
+            steps["text"] = self._text_chunks(req.query, n)
+        if req.mode in ("vector", "hybrid"):
+            steps["vector"] = self._vector_chunks(req.query, n)
+        if req.mode in ("graph", "hybrid"):
+            steps["graph"] = self._graph(req, n)
+        done = await _all(steps)
+        ranked, chunks = done.get("graph", (Ranked(), []))
+        if req.mode in ("text", "vector"):
+            chunks = done[req.mode]
+        elif req.mode == "hybrid":
+            chunks = fuse_chunks(
+                {"text": done["text"], "vector": done["vector"], "graph": chunks},
+                self._search.fusion_weights,
+                self._search.fusion_k,
             )
-        try:
-            if req.mode == "vector":
-                rows = (await vector_task).rows if vector_task else []
-                return SearchResponse(
-                    entities=[],
-                    relations=[],
-                    chunks=vector_chunks(rows)[: req.limit],
-                    template="chunks_by_vector",
-                    took_ms=_ms(started),
-                )
-            ranked, chunks = await self._graph(req, embedding)
-            template = "seed_expansion"
-            if vector_task is not None:
-                vec = vector_chunks((await vector_task).rows)
-                chunks = fuse_chunks(chunks, vec, self._search.rrf_k)
-                template = "seed_expansion+chunks_by_vector"
-        finally:
-            if vector_task is not None:
-                if not vector_task.done():
-                    vector_task.cancel()
-                elif not vector_task.cancelled():
-                    vector_task.exception()  # retrieved: no "never retrieved" log line
         return SearchResponse(
             entities=ranked.entities[: req.limit],
             relations=ranked.relations[: req.limit],
             chunks=chunks[: req.limit],
-            template=template,
+            template=_TEMPLATES[req.mode],
             took_ms=_ms(started),
         )
 
@@ -385,23 +459,10 @@ class SearchService:
             fields = ", ".join(e["field"] for e in errors)
             raise QueryRejected(f"invalid search request: {fields}", errors=errors)
 
-    def _embed(self, text: str) -> list[float] | None:
-        """The question's embedding, or None when it has no signal (a zero vector)."""
-        vector = self._embedder.embed([text])[0]
-        if vector.shape[0] != self._settings.resolve.embedding_dim:
-            raise ConfigError(
-                f"the embedder made a {vector.shape[0]}-d vector; the indexes hold "
-                f"{self._settings.resolve.embedding_dim}-d ones"
-            )
-        values = [float(v) for v in vector]
-        if not all(math.isfinite(v) for v in values) or not any(values):
-            return None
-        return values
-
     async def _seeds(
         self, query: str, embedding: list[float] | None
     ) -> dict[str, tuple[float, Mapping[str, Any]]]:
-        """Top entities for the question: vector and fulltext candidates fused by RRF."""
+        """Fuzzy candidates: the entity vector and fulltext indexes' hits fused by RRF."""
         if embedding is None and not escape_lucene(query):
             return {}
         k = self._search.seeds * _CANDIDATES_PER_SEED
@@ -425,44 +486,156 @@ class SearchService:
         best = sorted(fused.items(), key=lambda kv: -kv[1])[: self._search.seeds]
         return {eid: (score, info[eid]) for eid, score in best}
 
-    async def _graph(
-        self, req: SearchRequest, embedding: list[float] | None
-    ) -> tuple[Ranked, list[ChunkHit]]:
-        seeds = await self._seeds(req.query, embedding)
+    async def _text_chunks(self, query: str, k: int) -> list[ChunkHit]:
+        """Lucene BM25 over chunk text and document title (fulltext index ``chunk_text``)."""
+        if not escape_lucene(query):
+            return []
+        result = await self.guard.run("chunks_by_text", {"text": query, "k": k})
+        return vector_chunks(result.rows)
+
+    async def _vector_chunks(self, query: str, k: int) -> list[ChunkHit]:
+        """The chunk embedder's nearest chunks (vector index ``chunk_embedding``)."""
+        embedding = await asyncio.to_thread(
+            _embed, self._chunk_embedder, query, self._settings.chunks.embedding_dim
+        )
+        if embedding is None:
+            return []
+        result = await self.guard.run("chunks_by_vector", {"embedding": embedding, "k": k})
+        return vector_chunks(result.rows)
+
+    async def _link(self, query: str) -> dict[str, tuple[float, Mapping[str, Any]]]:
+        """Seeds: entities the question names (longest n-gram matches), each weighted by its
+        specificity; only when it names none, the fuzzy candidates of the entity vector and
+        fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
+        points of R@5, docs/search.md)."""
+        embedding = await asyncio.to_thread(
+            _embed, self._embedder, query, self._settings.resolve.embedding_dim
+        )
+        grams = question_ngrams(query, self._search.link_max_words)
+        exact_rows: list[dict[str, Any]] = []
+        if grams:
+            phrases = [list(g.words) for g in grams]
+            result, fuzzy = await asyncio.gather(
+                self.guard.run("entity_links", {"phrases": phrases, "per_phrase": 5}),
+                self._seeds(query, embedding),
+            )
+            exact_rows = result.rows
+        else:
+            fuzzy = await self._seeds(query, embedding)
+        hits: dict[tuple[str, ...], list[str]] = {}
+        info: dict[str, Mapping[str, Any]] = {}
+        mentions: dict[str, int] = {}
+        for row in exact_rows:
+            eid, phrase = str(row["id"]), tuple(words(str(row["phrase"])))
+            info.setdefault(eid, row)
+            mentions[eid] = int(row.get("mentions") or 0)
+            names = [str(row.get("name") or ""), *(str(a) for a in row.get("aliases") or [])]
+            if any(form(name) == phrase for name in names):
+                hits.setdefault(phrase, []).append(eid)
+        seeds = {eid: specificity(mentions[eid]) for eid in longest_links(grams, hits)}
+        if not seeds:
+            for eid, (score, hit) in fuzzy.items():
+                info.setdefault(eid, hit)
+                seeds[eid] = score
+        best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:_MAX_SEEDS]
+        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}
+
+    async def _graph(self, req: SearchRequest, k: int) -> tuple[Ranked, list[ChunkHit]]:
+        """Link, expand (relations and passages), propagate, rank; see docs/search.md."""
+        seeds = await self._link(req.query)
         if not seeds:
             return Ranked(), []
-        expansion = await self.guard.run(
-            "seed_expansion",
-            {
-                "entity_ids": list(seeds),
-                "depth": req.depth,
-                "as_of": req.as_of or datetime.now(UTC),
-                "relation_types": req.relation_types,
-                "fanout": self._search.fanout,
-                "frontier_cap": self._search.frontier_cap,
-                "limit": min(self._search.expansion_limit, self._search.row_cap),
-            },
-        )
-        ranked = rank_expansion(seeds, expansion.rows, self._weights)
-        top_relations = ranked.relations[: req.limit * _EVIDENCE_RELATIONS]
-        chunk_ids = list(dict.fromkeys(c for r in top_relations for c in r.chunk_ids))[:1000]
-        entity_ids = [e.id for e in ranked.entities[: req.limit]]
-        evidence, details = await asyncio.gather(
+        expansion, (links, expanded) = await asyncio.gather(
             self.guard.run(
-                "evidence_chunks",
+                "seed_expansion",
                 {
-                    "chunk_ids": chunk_ids,
-                    "entity_ids": entity_ids,
-                    "per_entity": 10,
-                    "limit": min(5000, max(req.limit * 10, 100)),
+                    "entity_ids": list(seeds),
+                    "depth": req.depth,
+                    "as_of": req.as_of or datetime.now(UTC),
+                    "relation_types": req.relation_types,
+                    "fanout": self._search.fanout,
+                    "frontier_cap": self._search.frontier_cap,
+                    "limit": min(self._search.expansion_limit, self._search.row_cap),
                 },
             ),
-            self._details([e.id for e in ranked.entities[: req.limit] if e.id not in seeds]),
+            self._passages(list(seeds), req.depth),
+        )
+        ranked = rank_expansion(seeds, expansion.rows, self._weights)
+        # Entities the relations reached: their passages join the graph too (one more hop).
+        reached = [e.id for e in ranked.entities if e.id not in expanded][:MAX_HOP_IDS]
+        if reached:
+            more, _ = await self._passages(reached, 1)
+            links += more
+        edges = [(_chunk_node(c), _entity_node(e), w) for c, e, w in links]
+        for rel in ranked.relations:
+            ends = (_entity_node(rel.source), _entity_node(rel.target))
+            edges.append((*ends, rel.weight * self._weights.of(rel.type)))
+            edges += [(_chunk_node(c), end, 1.0) for c in rel.chunk_ids for end in ends]
+        scores = personalized_pagerank(
+            edges,
+            {_entity_node(eid): weight for eid, (weight, _) in seeds.items()},
+            damping=self._search.ppr_damping,
+            iterations=self._search.ppr_iterations,
+        )
+        best = sorted(
+            ((node[2:], score) for node, score in scores.items() if node.startswith("c:")),
+            key=lambda kv: (-kv[1], kv[0]),
+        )[: min(k, 1000)]
+        top_entities = [e.id for e in ranked.entities[: req.limit]]
+        evidence, details = await asyncio.gather(
+            self._chunk_rows([cid for cid, _ in best]),
+            self._details(top_entities),
         )
         ranked.entities = [
             e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
         ]
-        return ranked, score_chunks(evidence.rows, ranked, self._weights)
+        return ranked, graph_chunks(best, evidence)
+
+    async def _passages(
+        self, entity_ids: list[str], depth: int
+    ) -> tuple[list[tuple[str, str, float]], set[str]]:
+        """Chunk-entity MENTIONS links within ``depth`` hops of the entities (passage_hop per
+        hop), weighted ``search.about_weight`` where the chunk's document is titled with the
+        entity's name; the next frontier is the most specific entities the chunks mention."""
+        frontier, expanded = entity_ids[:MAX_HOP_IDS], set[str]()
+        links: list[tuple[str, str, float]] = []
+        for _ in range(depth):
+            if not frontier:
+                break
+            result = await self.guard.run(
+                "passage_hop",
+                {
+                    "entity_ids": frontier,
+                    "per_entity": self._search.passages_per_entity,
+                    "per_chunk": self._search.fanout,
+                    "limit": self._search.row_cap,
+                },
+            )
+            expanded.update(frontier)
+            new: dict[str, int] = {}
+            for row in result.rows:
+                chunk, title = str(row["chunk"]), form(str(row.get("title") or ""))
+                about = self._search.about_weight
+                name = form(str(row.get("name") or ""))
+                links.append((chunk, str(row["entity"]), about if name == title else 1.0))
+                for m in row.get("mentioned") or []:
+                    name = form(str(m.get("name") or ""))
+                    links.append((chunk, str(m["id"]), about if name == title else 1.0))
+                    if m["id"] not in expanded:
+                        new[str(m["id"])] = int(m.get("mentions") or 0)
+            cap = min(self._search.frontier_cap, MAX_HOP_IDS)
+            frontier = sorted(new, key=lambda e: (new[e], e))[:cap]
+        return links, expanded
+
+    async def _chunk_rows(self, chunk_ids: list[str]) -> list[dict[str, Any]]:
+        """Text and document of chunks by id (evidence_chunks, no entity filter)."""
+        if not chunk_ids:
+            return []
+        result = await self.guard.run(
+            "evidence_chunks",
+            {"chunk_ids": chunk_ids, "entity_ids": [], "limit": len(chunk_ids)},
+        )
+        return result.rows
 
     async def _details(self, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
         """Descriptions and aliases, read only for the entities a response shows."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -48,7 +48,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    mode: Literal["graph", "vector", "hybrid"] = "graph"
+    mode: SearchMode = "graph"
     depth: Depth = 2
     limit: int = Field(20, ge=1, le=MAX_LIMIT)
     as_of: AsOf | None = None

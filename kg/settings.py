@@ -187,6 +187,23 @@ class ResolveSettings(BaseModel):
     llm_max_calls: int | None = Field(500, ge=0, description="Uncertain pairs asked per run.")
 
 
+class ChunkSettings(BaseModel):
+    """Chunk embeddings: the dense signal of search (entity names use ``resolve.embedder``)."""
+
+    embedder: Literal["wordllama", "hashing", "openai"] = Field(
+        "wordllama",
+        description="`wordllama`: offline 256-d semantic word embeddings shipped inside the "
+        "package (no download); `hashing`: character n-grams (spelling, not meaning); `openai`: "
+        "any OpenAI-compatible embeddings endpoint.",
+    )
+    embedding_dim: int = Field(
+        256, ge=8, le=8192, description="Dimension of the `chunk_embedding` vector index."
+    )
+    embed_base_url: str | None = None
+    embed_api_key: SecretStr = SecretStr("not-needed")
+    embed_model: str = "text-embedding-3-small"
+
+
 class WriteSettings(BaseModel):
     """Batched MERGE writes."""
 
@@ -265,6 +282,38 @@ class SearchSettings(BaseModel):
         300, ge=1, le=10_000, description="Relations local search reads per expansion."
     )
     relation_types_ttl_s: float = Field(60.0, ge=0, description="Cache of db.relationshipTypes().")
+    fusion_weights: dict[str, float] = Field(
+        default_factory=lambda: {"text": 1.0, "vector": 1.0, "graph": 1.0},
+        description="`hybrid`: weight of each signal's ranking in reciprocal rank fusion "
+        "(keys `text`, `vector`, `graph`; a missing key weighs 0).",
+    )
+    fusion_k: int = Field(
+        60, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
+    )
+    candidates: int = Field(
+        50, ge=1, le=1000, description="Chunks each signal ranks before fusion and cutting."
+    )
+    passages_per_entity: int = Field(
+        50, ge=1, le=1000, description="Graph: chunks read per entity and hop (MENTIONS)."
+    )
+    about_weight: float = Field(
+        4.0,
+        ge=1,
+        le=100,
+        description="Graph: weight of the link between an entity and the chunks of the "
+        "document titled with its name, relative to a plain mention (1).",
+    )
+    link_max_words: int = Field(
+        8, ge=1, le=16, description="Longest word n-gram of the question matched to names."
+    )
+    ppr_damping: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="Graph: personalized PageRank's probability of following an edge (else "
+        "jumping back to a seed).",
+    )
+    ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
 
 
 class CommunitySettings(BaseModel):
@@ -400,6 +449,7 @@ class Settings(BaseSettings):
     server: LocalServerSettings = Field(default_factory=LocalServerSettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     resolve: ResolveSettings = Field(default_factory=ResolveSettings)
+    chunks: ChunkSettings = Field(default_factory=ChunkSettings)
     write: WriteSettings = Field(default_factory=WriteSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     communities: CommunitySettings = Field(default_factory=CommunitySettings)

@@ -19,6 +19,7 @@ from neo4j import Driver
 from kg.cypher.templates import REGISTRY, Registry
 from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
+from kg.resolve.embed import make_chunk_embedder
 from kg.search import SearchService
 from kg.settings import Settings
 from tests.fixture_model import as_current_model
@@ -98,7 +99,8 @@ _CHUNKS = """
 UNWIND $rows AS row
 MATCH (d:Document {id: row.document})
 MERGE (c:Chunk {id: row.id})
-SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256, c.embedding = row.embedding
+SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256, c.embedding = row.embedding,
+    c.title = d.title
 MERGE (c)-[:PART_OF]->(d)
 """
 _NEXT = """
@@ -135,13 +137,15 @@ class GraphCounts:
 
 
 def write_test_graph(driver: Driver, settings: Settings) -> None:
-    """Write the graph above; embeddings come from kg's own (offline) embedder."""
+    """Write the graph above; embeddings come from kg's own (offline) embedders: the chunk
+    embedder (WordLlama) for chunks, the entity embedder (n-gram hashing) for names."""
     embedder = make_embedder(settings.resolve)
+    chunk_embedder = make_chunk_embedder(settings.chunks)
     db = settings.neo4j.database
     driver.execute_query(
         _DOCS, {"rows": [{**d, "sha256": d["id"]} for d in DOCUMENTS]}, database_=db
     )
-    chunk_vectors = embedder.embed([c[3] for c in CHUNKS])
+    chunk_vectors = chunk_embedder.embed([c[3] for c in CHUNKS])
     driver.execute_query(
         _CHUNKS,
         {

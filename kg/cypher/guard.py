@@ -28,7 +28,11 @@ from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
 from kg.cypher.admission import Admission, cost_of, current_client
-from kg.cypher.params import EMBEDDING_DIM_CONTEXT, TemplateParams
+from kg.cypher.params import (
+    CHUNK_EMBEDDING_DIM_CONTEXT,
+    EMBEDDING_DIM_CONTEXT,
+    TemplateParams,
+)
 from kg.cypher.templates import REGISTRY, Registry, Template
 from kg.errors import (
     ConfigError,
@@ -100,7 +104,10 @@ class Guard:
             heavy_slots=settings.api.heavy_slots(slots),
             per_client=settings.api.query_slots_per_client(slots),
         )
-        self._validation_context = {EMBEDDING_DIM_CONTEXT: settings.resolve.embedding_dim}
+        self._validation_context = {
+            EMBEDDING_DIM_CONTEXT: settings.resolve.embedding_dim,
+            CHUNK_EMBEDDING_DIM_CONTEXT: settings.chunks.embedding_dim,
+        }
 
     # -- validation (no I/O) -------------------------------------------------------------------
 

@@ -38,19 +38,31 @@ def _no_nul(value: str) -> str:
     return value
 
 
-#: Key of the validation context that carries the vector indexes' dimension (the guard sets it).
+#: Keys of the validation context that carry the vector indexes' dimensions (the guard sets
+#: them): the entity index's and the chunk index's.
 EMBEDDING_DIM_CONTEXT = "embedding_dim"
+CHUNK_EMBEDDING_DIM_CONTEXT = "chunk_embedding_dim"
 
 
 def _usable_vector(values: list[float], info: ValidationInfo) -> list[float]:
-    """What the vector indexes accept, checked before Neo4j sees it: the index's dimension,
+    """What the entity vector index accepts (see :func:`_check_vector`)."""
+    return _check_vector(values, info, EMBEDDING_DIM_CONTEXT, "entity_embedding")
+
+
+def _usable_chunk_vector(values: list[float], info: ValidationInfo) -> list[float]:
+    """What the chunk vector index accepts (see :func:`_check_vector`)."""
+    return _check_vector(values, info, CHUNK_EMBEDDING_DIM_CONTEXT, "chunk_embedding")
+
+
+def _check_vector(values: list[float], info: ValidationInfo, key: str, index: str) -> list[float]:
+    """What a vector index accepts, checked before Neo4j sees it: the index's dimension,
     finite numbers, and a positive, finite length (Neo4j sums the squares in doubles, so a
     zero vector, or values near 1e155, fail there as a server error)."""
     context = info.context if isinstance(info.context, dict) else {}
-    dim = context.get(EMBEDDING_DIM_CONTEXT)
+    dim = context.get(key)
     if isinstance(dim, int) and len(values) != dim:
         raise ValueError(
-            f"must have {dim} numbers, the dimension of the vector indexes; got {len(values)}"
+            f"must have {dim} numbers, the dimension of the {index} vector index; got {len(values)}"
         )
     if not all(math.isfinite(v) for v in values):
         raise ValueError("must hold finite numbers only")
@@ -70,6 +82,14 @@ Embedding = Annotated[
     Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
     AfterValidator(_usable_vector),
 ]
+ChunkEmbedding = Annotated[
+    list[float],
+    Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
+    AfterValidator(_usable_chunk_vector),
+]
+#: A word of a linking phrase: letters, digits or underscores only, so a phrase is data in
+#: quotes and never Lucene syntax.
+Word = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^\w+$")]
 
 
 def as_of_params(as_of: date | datetime | None) -> dict[str, Any]:
@@ -230,9 +250,53 @@ class EntitySeedsParams(TemplateParams):
         return {"embedding": self.embedding, "text": escape_lucene(self.text), "k": self.k}
 
 
+#: How many more neighbours than kept the chunk vector index is asked for (HNSW recall).
+VECTOR_OVERSAMPLING = 4
+
+
 class ChunksByVectorParams(TemplateParams):
-    embedding: Embedding
+    embedding: ChunkEmbedding
     k: int = Field(20, ge=1, le=1000)
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {
+            "embedding": self.embedding,
+            "k": self.k,
+            "candidates": self.k * VECTOR_OVERSAMPLING,
+        }
+
+
+class ChunksByTextParams(TemplateParams):
+    """Fulltext (BM25) over chunk text and title. ``text`` is plain text, escaped here."""
+
+    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)]
+    k: int = Field(20, ge=1, le=1000)
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {"text": escape_lucene(self.text), "k": self.k}
+
+
+class EntityLinksParams(TemplateParams):
+    """Question n-grams to look up among names and aliases, each as a quoted phrase."""
+
+    phrases: list[Annotated[list[Word], Field(min_length=1, max_length=16)]] = Field(
+        min_length=1, max_length=128
+    )
+    per_phrase: int = Field(5, ge=1, le=50)
+    limit: int = Field(1000, ge=1, le=MAX_ROWS)
+
+    def cypher_params(self) -> dict[str, Any]:
+        quoted = ['"' + " ".join(words) + '"' for words in self.phrases]
+        return {"phrases": quoted, "per_phrase": self.per_phrase, "limit": self.limit}
+
+
+class PassageHopParams(TemplateParams):
+    """One hop of the passage graph from some entities (MENTIONS, both ways)."""
+
+    entity_ids: list[EntityId] = Field(min_length=1, max_length=MAX_IDS)
+    per_entity: int = Field(50, ge=1, le=1000)
+    per_chunk: int = Field(50, ge=1, le=200)
+    limit: int = Field(2000, ge=1, le=MAX_ROWS)
 
 
 class EvidenceChunksParams(TemplateParams):

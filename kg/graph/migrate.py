@@ -9,6 +9,14 @@ Model 1 -> 2:
    and their hash is cleared, so the next ``kg ingest`` rewrites each one in the new form
    instead of reporting it unchanged;
 4. the graph is stamped with the new version.
+
+Model 2 -> 3:
+1. every chunk gets its document's title (``Chunk.title``, searched with the text);
+2. chunks are re-embedded with the configured chunk embedder (WordLlama by default; model 2
+   embedded them with the entity embedder), and both embedders' identities are recorded.
+
+On a current graph, ``kg migrate`` re-embeds the chunks or entities whose recorded embedder
+differs from the configured one (the fix :func:`kg.graph.meta.refuse_other_embedders` names).
 Every step is idempotent, so a migration that stops midway can simply be run again.
 """
 
@@ -21,9 +29,12 @@ from neo4j import Driver
 
 from kg.documents import document_id
 from kg.errors import StoreError
-from kg.graph.meta import MODEL_VERSION, read_model, stamp
+from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp, stamp_embedders
 from kg.graph.writer import GraphWriter
 from kg.models import GENERIC_RELATION_TYPE, is_relation_type
+from kg.resolve.embed import Embedder, embedder_identity
+
+_REEMBED_BATCH = 1000
 
 _SET_PREDICATES: LiteralString = """
 MATCH (:Entity)-[r]->(:Entity) WHERE r.predicate IS NULL
@@ -61,6 +72,28 @@ SET c.document_id = row.new
 """
 
 
+_CHUNK_TITLES: LiteralString = """
+MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE c.title IS NULL
+CALL (c, d) { SET c.title = coalesce(d.title, '') } IN TRANSACTIONS OF 10000 ROWS
+"""
+
+# Keyset pages (id order) of what to re-embed: chunks by their text, entities by their name.
+_CHUNK_PAGE: LiteralString = """
+MATCH (c:Chunk) WHERE c.id > $after
+RETURN c.id AS id, coalesce(c.text, '') AS text ORDER BY c.id LIMIT $limit
+"""
+_ENTITY_PAGE: LiteralString = """
+MATCH (e:Entity) WHERE e.id > $after
+RETURN e.id AS id, coalesce(e.name, '') AS text ORDER BY e.id LIMIT $limit
+"""
+_SET_CHUNK_VECTORS: LiteralString = """
+UNWIND $rows AS row MATCH (c:Chunk {id: row.id}) SET c.embedding = row.embedding
+"""
+_SET_ENTITY_VECTORS: LiteralString = """
+UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
+"""
+
+
 @dataclass
 class MigrationReport:
     from_version: int | None
@@ -68,23 +101,63 @@ class MigrationReport:
     relations_retyped: int = 0
     predicates: int = 0
     documents_reset: int = 0
+    chunks_reembedded: int = 0
+    entities_reembedded: int = 0
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def migrate(driver: Driver, database: str, writer: GraphWriter) -> MigrationReport:
-    """Bring the graph to the current model; a current graph is left alone."""
+def migrate(
+    driver: Driver,
+    database: str,
+    writer: GraphWriter,
+    *,
+    entity_embedder: Embedder | None = None,
+    chunk_embedder: Embedder | None = None,
+) -> MigrationReport:
+    """Bring the graph to the current model and the configured embedders.
+
+    Without an embedder, vectors of that kind are left as they are (and not recorded).
+    """
     found = read_model(driver, database).effective
     report = MigrationReport(from_version=found)
-    if found is None or found == MODEL_VERSION:
-        if found is None:
-            stamp(driver, database)
-        report.notes.append("nothing to do")
-        return report
-    if found > MODEL_VERSION:
+    if found is not None and found > MODEL_VERSION:
         raise StoreError(f"graph model {found} is newer than this kg ({MODEL_VERSION})")
+    if found is not None and found < 2:
+        _model_1_to_2(driver, database, writer, report)
+    if found is not None and found < 3:
+        with driver.session(database=database) as session:
+            session.run(_CHUNK_TITLES).consume()  # IN TRANSACTIONS needs an auto-commit run
+    stored = read_embedders(driver, database)
+    wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
+    for kind, embedder in wanted.items():
+        if embedder is None:
+            continue
+        identity = embedder_identity(embedder)
+        # Model 2 embedded chunks with the entity embedder and recorded nothing: redo them.
+        stale = stored[kind] not in (None, identity) or (
+            kind == "chunk" and found is not None and found < 3
+        )
+        if stale:
+            done = _reembed(driver, database, kind, embedder)
+            if kind == "chunk":
+                report.chunks_reembedded = done
+            else:
+                report.entities_reembedded = done
+        stamp_embedders(driver, database, {kind: identity})
+    if found in (None, MODEL_VERSION) and not (
+        report.chunks_reembedded or report.entities_reembedded
+    ):
+        report.notes.append("nothing to do")
+    stamp(driver, database)
+    return report
+
+
+def _model_1_to_2(
+    driver: Driver, database: str, writer: GraphWriter, report: MigrationReport
+) -> None:
     with driver.session(database=database) as session:
         session.run(_SET_PREDICATES).consume()  # IN TRANSACTIONS needs an auto-commit run
     records, _, _ = driver.execute_query(_PREDICATE_COUNTS, database_=database)
@@ -101,8 +174,31 @@ def migrate(driver: Driver, database: str, writer: GraphWriter) -> MigrationRepo
     for rel_type in long_tail:
         report.relations_retyped += _retype(driver, database, rel_type)
     report.documents_reset = _reid_documents(driver, database, writer.batch_size)
-    stamp(driver, database)
-    return report
+    stamp(driver, database, 2)
+
+
+def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> int:
+    """Embed every chunk's text (or entity's name) again, a page per transaction."""
+    page, write = (
+        (_CHUNK_PAGE, _SET_CHUNK_VECTORS)
+        if kind == "chunk"
+        else (_ENTITY_PAGE, _SET_ENTITY_VECTORS)
+    )
+    after, total = "", 0
+    while True:
+        records, _, _ = driver.execute_query(
+            page, after=after, limit=_REEMBED_BATCH, database_=database
+        )
+        if not records:
+            return total
+        vectors = embedder.embed([r["text"] for r in records])
+        rows = [
+            {"id": r["id"], "embedding": [float(x) for x in vec]}
+            for r, vec in zip(records, vectors, strict=True)
+        ]
+        driver.execute_query(write, rows=rows, database_=database)
+        total += len(rows)
+        after = records[-1]["id"]
 
 
 def _retype(driver: Driver, database: str, rel_type: str) -> int:

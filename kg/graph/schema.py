@@ -47,24 +47,47 @@ def _names(driver: Driver, database: str) -> set[str]:
     return names
 
 
+#: The setting that decides each vector index's dimension.
+_DIMENSION_SETTINGS = {
+    "entity_embedding": "KG_RESOLVE__EMBEDDING_DIM",
+    "chunk_embedding": "KG_CHUNKS__EMBEDDING_DIM",
+}
+
+
 def apply_schema(
-    driver: Driver, *, database: str, dimension: int, folder: Path | None = None
+    driver: Driver,
+    *,
+    database: str,
+    dimension: int,
+    folder: Path | None = None,
+    chunk_dimension: int | None = None,
 ) -> SchemaReport:
-    """Create what is missing; leave the rest. Safe to run any number of times."""
+    """Create what is missing; leave the rest. Safe to run any number of times.
+
+    ``dimension`` is the entity vector index's, ``chunk_dimension`` the chunk index's (default:
+    the same).
+    """
     before = _names(driver, database)
     statements = read_statements(folder)
+    dims = {
+        "entity_embedding": dimension,
+        "chunk_embedding": dimension if chunk_dimension is None else chunk_dimension,
+    }
     for statement in statements:
         # Schema files are trusted project files, never user data.
         driver.execute_query(
-            cast(LiteralString, statement), {"dimension": dimension}, database_=database
+            cast(LiteralString, statement),
+            {"dimension": dims["entity_embedding"], "chunk_dimension": dims["chunk_embedding"]},
+            database_=database,
         )
     records, _, _ = driver.execute_query(_VECTOR_DIMS, database_=database)
     for record in records:
-        if record["dims"] is not None and int(record["dims"]) != dimension:
+        wanted = dims.get(record["name"])
+        if record["dims"] is not None and wanted is not None and int(record["dims"]) != wanted:
             raise StoreError(
                 f"vector index {record['name']} has dimension {record['dims']} but settings say "
-                f"{dimension}; drop it (DROP INDEX {record['name']}) or set "
-                "KG_RESOLVE__EMBEDDING_DIM to match"
+                f"{wanted}; drop it (DROP INDEX {record['name']}) or set "
+                f"{_DIMENSION_SETTINGS[record['name']]} to match"
             )
     after = _names(driver, database)
     return SchemaReport(

@@ -1,4 +1,5 @@
-"""Embedders: the offline character n-gram hasher (default) and any OpenAI-compatible endpoint.
+"""Embedders: the offline character n-gram hasher (default for entity names), WordLlama (the
+offline semantic default for chunks) and any OpenAI-compatible endpoint.
 
 Why a hashing embedder by default: no machine here may download weights, and for entity names
 the useful signal is spelling (``PostgreSQL`` ~ ``Postgres``), which character n-grams carry.
@@ -23,7 +24,7 @@ from kg.resolve.abbreviations import load_table
 from kg.resolve.normalize import Normalizer, phonetic
 
 if TYPE_CHECKING:
-    from kg.settings import ResolveSettings
+    from kg.settings import ChunkSettings, ResolveSettings
 
 Vectors = npt.NDArray[np.float32]
 
@@ -70,6 +71,8 @@ class HashingEmbedder:
 
     dimension: int = 256
     abbreviations_file: Path | None = None
+
+    name = "hashing-ngram"
 
     @property
     def dim(self) -> int:
@@ -139,6 +142,10 @@ class OpenAIEmbedder:
     _client: Any = None
 
     @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    @property
     def dim(self) -> int:
         return self.dimension
 
@@ -169,6 +176,28 @@ class OpenAIEmbedder:
                     )
                 out[start + item.index] = vec
         return normalize_rows(out)
+
+
+def embedder_identity(embedder: Embedder) -> str:
+    """``name/dim``: what the graph records per vector index (two 256-d embedders differ)."""
+    name = getattr(embedder, "name", None) or type(embedder).__name__
+    return f"{name}/{embedder.dim}"
+
+
+def make_chunk_embedder(settings: ChunkSettings) -> Embedder:
+    """The embedder for chunk texts (and questions against them): ``settings.embedder``."""
+    if settings.embedder == "openai":
+        return OpenAIEmbedder(
+            base_url=settings.embed_base_url,
+            api_key=settings.embed_api_key.get_secret_value(),
+            model=settings.embed_model,
+            dimension=settings.embedding_dim,
+        )
+    if settings.embedder == "hashing":
+        return HashingEmbedder(settings.embedding_dim)
+    from kg.resolve.wordllama import WordLlamaEmbedder
+
+    return WordLlamaEmbedder(settings.embedding_dim)
 
 
 def make_embedder(settings: ResolveSettings) -> Embedder:

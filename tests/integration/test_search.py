@@ -116,12 +116,27 @@ def test_vector_mode_returns_chunks_only(graph: Driver, settings: Settings) -> N
     assert response.template == "chunks_by_vector"
 
 
-def test_hybrid_mode_fuses_graph_and_vector_chunks(graph: Driver, settings: Settings) -> None:
+def test_hybrid_mode_fuses_text_vector_and_graph_chunks(graph: Driver, settings: Settings) -> None:
     response = _search(settings, query="Ledger DB owned by the Finance Team", mode="hybrid")
     assert response.entities
-    assert response.template == "seed_expansion+chunks_by_vector"
+    assert response.template == "chunks_by_text+chunks_by_vector+seed_expansion"
     assert response.chunks[0].id == "c-pay-2"
     assert len({c.id for c in response.chunks}) == len(response.chunks)
+
+
+def test_text_mode_finds_words_in_text_and_title_in_any_script(
+    graph: Driver, settings: Settings
+) -> None:
+    response = _search(settings, query="Who owns the Ledger DB?", mode="text")
+    assert response.template == "chunks_by_text"
+    assert (response.entities, response.relations) == ([], [])
+    assert response.chunks[0].id == "c-pay-2"
+    # Russian text is found by its words, and a chunk by its document's title.
+    russian = _search(settings, query="команда финансов", mode="text")
+    assert [c.id for c in russian.chunks] == ["c-ru-1"]
+    title = _search(settings, query="Платежи", mode="text")
+    assert [c.id for c in title.chunks] == ["c-ru-1"]
+    assert _search(settings, query="???", mode="text").chunks == []
 
 
 def test_limit_bounds_every_list(graph: Driver, settings: Settings) -> None:

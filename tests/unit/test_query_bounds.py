@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from kg.cypher.admission import Admission, cost_of
 from kg.cypher.lucene import MAX_TOKENS, escape_lucene
 from kg.cypher.params import (
+    CHUNK_EMBEDDING_DIM_CONTEXT,
     EMBEDDING_DIM_CONTEXT,
     ChunksByVectorParams,
     EntitySeedsParams,
@@ -98,7 +99,8 @@ def test_the_start_of_a_long_cjk_question_is_kept() -> None:
 # -- embeddings ------------------------------------------------------------------------------
 
 DIM = 8
-CONTEXT = {EMBEDDING_DIM_CONTEXT: DIM}
+# Each vector index has its own dimension: entity names and chunk texts may use other embedders.
+CONTEXT = {EMBEDDING_DIM_CONTEXT: DIM, CHUNK_EMBEDDING_DIM_CONTEXT: DIM}
 
 
 @pytest.mark.parametrize(
@@ -121,6 +123,16 @@ def test_unusable_embeddings_are_rejected_naming_the_field(
         errors = info.value.errors()
         assert [e["loc"][0] for e in errors] == ["embedding"]
         assert reason in errors[0]["msg"]
+
+
+def test_each_index_checks_its_own_dimension() -> None:
+    both = {EMBEDDING_DIM_CONTEXT: 4, CHUNK_EMBEDDING_DIM_CONTEXT: 8}
+    ChunksByVectorParams.model_validate({"embedding": [0.1] * 8}, context=both)
+    EntitySeedsParams.model_validate({"embedding": [0.1] * 4}, context=both)
+    with pytest.raises(ValidationError, match="chunk_embedding vector index"):
+        ChunksByVectorParams.model_validate({"embedding": [0.1] * 4}, context=both)
+    with pytest.raises(ValidationError, match="entity_embedding vector index"):
+        EntitySeedsParams.model_validate({"embedding": [0.1] * 8}, context=both)
 
 
 def test_usable_embeddings_pass() -> None:

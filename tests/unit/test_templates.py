@@ -10,7 +10,14 @@ import pytest
 from pydantic import ValidationError
 
 from kg.cypher import REGISTRY, escape_lucene
-from kg.cypher.params import EntitySeedsParams, NeighborhoodParams, as_of_params
+from kg.cypher.params import (
+    VECTOR_OVERSAMPLING,
+    ChunksByVectorParams,
+    EntityLinksParams,
+    EntitySeedsParams,
+    NeighborhoodParams,
+    as_of_params,
+)
 from kg.cypher.render import expansion, paths_between
 from kg.errors import NotFoundError
 from kg.search import rrf
@@ -57,6 +64,50 @@ def test_entity_by_id_text_verbatim() -> None:
         "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
         "LIMIT 1"
     )
+
+
+def test_retrieval_templates_verbatim() -> None:
+    assert REGISTRY.get("chunks_by_text").texts["default"] == (
+        "CALL db.index.fulltext.queryNodes('chunk_text', $text, {limit: $k})"
+        " YIELD node AS c, score\n"
+        "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+        "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+        "       d.id AS document_id, d.path AS document_path, score\n"
+        "ORDER BY score DESC\n"
+        "LIMIT $k"
+    )
+    assert REGISTRY.get("passage_hop").texts["default"] == (
+        "UNWIND $entity_ids AS eid\n"
+        "MATCH (e:Entity {id: eid})\n"
+        "CALL (e) {\n"
+        "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+        "  RETURN c\n"
+        "  LIMIT $per_entity\n"
+        "}\n"
+        "CALL (c) {\n"
+        "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+        "  WITH m LIMIT $per_chunk\n"
+        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-(:Chunk) }})"
+        " AS mentioned\n"
+        "}\n"
+        "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
+        "LIMIT $limit"
+    )
+
+
+def test_linking_phrases_are_quoted_words_only() -> None:
+    params = EntityLinksParams(phrases=[["kiss", "and", "tell"], ["лилу"]]).cypher_params()
+    assert params["phrases"] == ['"kiss and tell"', '"лилу"']
+    for bad in (['a"b'], ["x OR y"], ["name:x"], ["a\\"], [""]):
+        with pytest.raises(ValidationError):
+            EntityLinksParams(phrases=[bad])
+    with pytest.raises(ValidationError):
+        EntityLinksParams(phrases=[["w"]] * 129)
+
+
+def test_vector_search_asks_the_index_for_more_neighbours_than_it_keeps() -> None:
+    params = ChunksByVectorParams(embedding=[0.1] * 8, k=5).cypher_params()
+    assert (params["k"], params["candidates"]) == (5, 5 * VECTOR_OVERSAMPLING)
 
 
 def test_required_templates_exist() -> None:

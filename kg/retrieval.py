@@ -1,0 +1,141 @@
+"""The pure parts of local search: question linking, graph propagation and rank fusion.
+
+No I/O here: :mod:`kg.search` reads through guarded templates and calls these.
+
+- :func:`question_ngrams` and :func:`longest_links`: the question's word n-grams are looked up
+  among entity names and aliases (through the ``entity_names`` fulltext index); an n-gram
+  links only when its words equal a name's words (casefolded, :mod:`kg.words`), and a longer
+  match wins over the shorter ones inside it (``Kiss and Tell`` over ``Tell``).
+- :func:`specificity`: a seed's weight falls with the number of chunks that mention it, so a
+  name found in 500 chunks is a weak seed and one found in 2 a strong one (HippoRAG's node
+  specificity, softened by a logarithm).
+- :func:`personalized_pagerank`: random walks over entities *and* chunks that restart at the
+  seeds; a chunk scores the share of walks that end on it, so a passage two mentions away
+  from two seeds outranks one next to a single weak seed.
+- :func:`fuse`: weighted reciprocal rank fusion of several chunk rankings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kg.words import form, words
+
+#: Phrases one question may send to the fulltext index.
+MAX_PHRASES = 128
+
+
+@dataclass(frozen=True)
+class Ngram:
+    """Words ``start..end`` of the question."""
+
+    start: int
+    end: int
+    words: tuple[str, ...]
+
+
+def question_ngrams(question: str, max_words: int, limit: int = MAX_PHRASES) -> list[Ngram]:
+    """Word n-grams of the question that could be a name, longest first (at most ``limit``)."""
+    tokens = words(question)
+    found: list[Ngram] = []
+    for size in range(min(max_words, len(tokens)), 0, -1):
+        for start in range(len(tokens) - size + 1):
+            gram = tuple(tokens[start : start + size])
+            if form(" ".join(gram)) is not None:
+                found.append(Ngram(start, start + size, gram))
+    return found[:limit]
+
+
+def longest_links(
+    ngrams: Sequence[Ngram], hits: Mapping[tuple[str, ...], Sequence[str]]
+) -> dict[str, Ngram]:
+    """Entity ids linked by non-overlapping n-grams, longest first, then leftmost.
+
+    ``hits`` maps an n-gram's words to the entities whose name or alias has exactly those
+    words. An ambiguous n-gram links every entity it names.
+    """
+    taken: list[Ngram] = []
+    linked: dict[str, Ngram] = {}
+    for gram in sorted(ngrams, key=lambda g: (-(g.end - g.start), g.start)):
+        ids = hits.get(gram.words)
+        if not ids or any(g.start < gram.end and gram.start < g.end for g in taken):
+            continue
+        taken.append(gram)
+        for eid in ids:
+            linked.setdefault(eid, gram)
+    return linked
+
+
+def specificity(mentions: int) -> float:
+    """1 for an entity mentioned once (or never), 1/(1 + ln n) for one mentioned n times."""
+    return 1.0 / (1.0 + math.log(max(1, mentions)))
+
+
+def personalized_pagerank(
+    edges: Sequence[tuple[str, str, float]],
+    seeds: Mapping[str, float],
+    *,
+    damping: float,
+    iterations: int,
+) -> dict[str, float]:
+    """Scores of every node reachable from the seeds; undirected, weighted edges.
+
+    Each step, a walker follows an edge with probability ``damping`` (chosen in proportion to
+    edge weight) or jumps back to a seed (chosen in proportion to seed weight). Mass on a node
+    without edges returns to the seeds. The scores sum to 1.
+    """
+    nodes: dict[str, int] = {}
+    for node in seeds:
+        nodes.setdefault(node, len(nodes))
+    src: list[int] = []
+    dst: list[int] = []
+    weight: list[float] = []
+    for a, b, value in edges:
+        if a == b or not (value > 0 and math.isfinite(value)):
+            continue
+        i, j = nodes.setdefault(a, len(nodes)), nodes.setdefault(b, len(nodes))
+        src += [i, j]
+        dst += [j, i]
+        weight += [value, value]
+    n = len(nodes)
+    restart = np.zeros(n)
+    for node, value in seeds.items():
+        restart[nodes[node]] = max(0.0, value)
+    if n == 0 or restart.sum() <= 0:
+        return {}
+    restart /= restart.sum()
+    s, d = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+    w = np.array(weight, dtype=np.float64)
+    out = np.bincount(s, weights=w, minlength=n)
+    share = w / out[s] if len(s) else w
+    dangling = out == 0
+    scores = restart.copy()
+    for _ in range(iterations):
+        moved = np.bincount(d, weights=scores[s] * share, minlength=n)
+        lost = scores[dangling].sum()
+        scores = (1 - damping) * restart + damping * (moved + lost * restart)
+    names = list(nodes)
+    return {names[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
+
+
+def fuse(
+    rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int
+) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: sum of ``weight / (k + rank)``, scaled so that first in
+    every weighted ranking is 1.0. A ranking whose weight is missing or 0 does not count."""
+    raw: dict[str, float] = {}
+    best = 0.0
+    for name, ranking in rankings.items():
+        weight = weights.get(name, 0.0)
+        if weight <= 0:
+            continue
+        best += weight / (k + 1)
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            raw[key] = raw.get(key, 0.0) + weight / (k + rank)
+    if best <= 0:
+        return {}
+    return {key: score / best for key, score in raw.items()}
