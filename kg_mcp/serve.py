@@ -30,6 +30,7 @@ from api.auth import (
     is_loopback,
     key_matches,
 )
+from api.serving import uvicorn_options
 from kg import AsyncKnowledgeGraph, Settings
 from kg.client import current_client
 from kg_mcp.server import build_server
@@ -144,5 +145,7 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             log_config=None,
             log_level=settings.log_level.lower(),
             lifespan="on",
+            # kg serve's bounds: header deadline, connection cap that evicts the slowest
+            **uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections),
         )
         await uvicorn.Server(config).serve()
