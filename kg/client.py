@@ -55,6 +55,7 @@ from kg.ingest import ingest as run_ingest
 from kg.nlquery import QueryRequest, QueryResponse
 from kg.nlquery import query as run_query
 from kg.resolve import Embedder, make_embedder
+from kg.resolve.embed import make_chunk_embedder
 from kg.search import SearchService
 from kg.search_models import (
     EntityDetail,

@@ -24,6 +24,12 @@ DEPTHS = (1, 2, 3)
 MIN_DEPTH, MAX_DEPTH = DEPTHS[0], DEPTHS[-1]
 MAX_RELATION_FILTERS = 50
 
+# The local search modes, defined once (the request model, the CLI and the docs use this):
+# text: Lucene BM25 over chunk text and title; vector: the chunk embedding index; graph:
+# question -> entities -> propagation over entities and chunks; hybrid: the three fused.
+SearchMode = Literal["text", "vector", "graph", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+
 
 def _relation_type(value: str) -> str:
     # fullmatch: a trailing newline or anything after the name never passes.

@@ -15,13 +15,14 @@ from typing import LiteralString
 from kg.cypher import render
 from kg.cypher.params import (
     DEPTHS,
+    ChunksByTextParams,
     ChunksByVectorParams,
     EntityDetailsParams,
     EntityParams,
+    EntityLinksParams,
     EntitySeedsParams,
     EntitySourcesParams,
     EvidenceChunksParams,
-    NameLinksParams,
     NeighborhoodParams,
     NoParams,
     PassageHopParams,

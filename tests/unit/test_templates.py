@@ -39,7 +39,10 @@ PINNED = {
     ("entity_by_id", "default"): "aa1503287628c1f6",
     ("entity_details", "default"): "c7288ccf8f5a4f32",
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
-    ("chunks_by_vector", "default"): "d6d428732c05cdaf",
+    ("chunks_by_vector", "default"): "708c61a2f3991143",
+    ("chunks_by_text", "default"): "91b9a1d69ba35d04",
+    ("entity_links", "default"): "98fa98a73a2a4372",
+    ("passage_hop", "default"): "483546a5ba29c254",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
     ("relation_types", "default"): "e301900dc3e6b64d",
 }
