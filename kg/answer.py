@@ -37,6 +37,7 @@ from kg.search_models import (
     ChunkHit,
     Depth,
     RelationHit,
+    SearchMode,
     SearchRequest,
     SearchResponse,
 )
@@ -55,7 +56,7 @@ __all__ = [
 
 #: ``auto`` until the router lands: hybrid (text, vector and graph fused) is never worse
 #: than its best part on the bundled benchmarks, so it is the safe default.
-AnswerMode = Literal["auto", "graph", "vector", "hybrid"]
+AnswerMode = Literal["auto"] | SearchMode
 AUTO_MODE = "hybrid"
 MAX_ANSWER_LIMIT = 50
 MAX_QUOTE_CHARS = 500

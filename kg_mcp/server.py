@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Sequence
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,7 +20,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from kg import AsyncKnowledgeGraph, KGError
-from kg.answer import AnswerRequest
+from kg.answer import AnswerMode, AnswerRequest
 from kg.errors import validation_errors
 from kg.instants import AsOf as AsOfType
 from kg.search_models import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS, MIN_DEPTH, SearchRequest
@@ -52,10 +52,11 @@ Question = Annotated[
     Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question, in plain words."),
 ]
 Mode = Annotated[
-    Literal["auto", "graph", "vector", "hybrid"],
+    AnswerMode,
     Field(
-        description="auto (default): hybrid for now; graph: entities linked from the question, "
-        "expanded through relations; vector: chunks by meaning only; hybrid: both fused."
+        description="auto (default): hybrid for now; text: chunks by words (BM25); vector: "
+        "chunks by meaning; graph: entities linked from the question, expanded through "
+        "relations, and their passages; hybrid: the three fused."
     ),
 ]
 Depth = Annotated[

@@ -314,12 +314,14 @@ def test_insufficient_context_is_said_not_guessed(
             }
         )
     )
-    resp = client.post("/answer", json={"question": "What is the CEO's favourite colour?"})
+    question = {"question": "What is the CEO's favourite colour?", "mode": "text"}
+    resp = client.post("/answer", json=question)
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["insufficient_context"] is True
     assert body["citations"] == []
     assert body["confidence"] == 0.0
+    assert body["mode"] == "text"
 
 
 def test_an_answer_that_never_validates_stops_at_the_budget(
