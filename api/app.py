@@ -26,6 +26,7 @@ from api.middleware import EdgeMiddleware
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
 from api.routes.questions import QuestionController
+from api.routes.routed import RoutedSearchController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
 from kg.client import AsyncKnowledgeGraph
@@ -112,6 +113,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             SearchController,
+            RoutedSearchController,
             EntityController,
             TemplateController,
             QuestionController,

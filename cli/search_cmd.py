@@ -7,7 +7,7 @@ returns, so scripts can switch between the two freely.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Annotated
 
 from cyclopts import Parameter
 from pydantic import ValidationError
@@ -16,6 +16,7 @@ from rich.table import Table
 
 from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
 from kg.errors import validation_errors
+from kg.search_models import Mode
 
 console = Console()
 err_console = Console(stderr=True)
@@ -27,7 +28,7 @@ def search(
     query: str,
     /,
     *,
-    mode: Literal["graph", "vector", "hybrid"] = "graph",
+    mode: Mode = "auto",
     depth: int = 2,
     limit: int = 20,
     as_of: str | None = None,
@@ -43,6 +44,8 @@ def search(
     query
         The question, in plain words.
     mode
+        auto (default): the router picks vector, graph or global and says why; global: the
+        community reports ranked for the question (docs/communities.md).
         graph: entities and their neighbourhood; vector: nearest chunks only; hybrid: both.
     depth
         Hops to expand from the matched entities, 1..3.
@@ -55,6 +58,10 @@ def search(
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
+    if mode in ("global", "auto"):
+        from cli.routed_cmd import routed  # global search and the router
+
+        return routed(query, mode, depth, limit, as_of, relation_type, json_output)
     raw = {
         "query": query,
         "mode": mode,

@@ -43,6 +43,13 @@ from kg.answer import answer as run_answer
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
+from kg.global_models import (
+    GlobalSearchRequest,
+    GlobalSearchResponse,
+    RoutedRequest,
+    RoutedResponse,
+)
+from kg.global_search import global_search as run_global_search
 from kg.graph.driver import open_async_driver, open_driver, verify
 from kg.graph.meta import MODEL_VERSION, read_model
 from kg.graph.migrate import MigrationReport
@@ -56,6 +63,7 @@ from kg.nlquery import QueryRequest, QueryResponse
 from kg.nlquery import query as run_query
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import make_chunk_embedder
+from kg.routed import routed_search as run_routed_search
 from kg.search import SearchService
 from kg.search_models import (
     EntityDetail,
@@ -249,6 +257,13 @@ def _query_request(question: str) -> QueryRequest:
         raise rejected(exc, "query") from exc
 
 
+def _global_request(query: str, level: int | None, limit: int) -> GlobalSearchRequest:
+    try:
+        return GlobalSearchRequest.model_validate({"query": query, "level": level, "limit": limit})
+    except ValidationError as exc:
+        raise rejected(exc, "global search") from exc
+
+
 async def _read(what: str, call: Awaitable[T]) -> T:
     """Await a read; kg errors pass, Neo4j and driver failures become kg errors."""
     try:
@@ -328,6 +343,20 @@ class AsyncKnowledgeGraph(_GraphConfig):
         """Local search: entities, relations with validity, and supporting chunks, ranked."""
         request = _request(query, mode, depth, limit, as_of, relation_types)
         return await self.search_request(request)
+
+    async def global_search(
+        self, query: str, *, level: int | None = None, limit: int = 10
+    ) -> GlobalSearchResponse:
+        """Global search: community reports ranked for the question (map-reduced with an LLM)."""
+        return await self.global_search_request(_global_request(query, level, limit))
+
+    async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
+        call = run_global_search(self.service, self.settings, request)
+        return await _read("global search", call)
+
+    async def routed_search(self, request: RoutedRequest) -> RoutedResponse:
+        """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
+        return await _read("search", run_routed_search(self.service, self.settings, request))
 
     async def search_request(self, request: SearchRequest) -> SearchResponse:
         return await _read("search", self.service.local_search(request))
@@ -534,6 +563,17 @@ class KnowledgeGraph(_GraphConfig):
         """Local search: entities, relations with validity, and supporting chunks, ranked."""
         request = _request(query, mode, depth, limit, as_of, relation_types)
         return self._read(lambda g: g.search_request(request))
+
+    def global_search(
+        self, query: str, *, level: int | None = None, limit: int = 10
+    ) -> GlobalSearchResponse:
+        """Global search: community reports ranked for the question (map-reduced with an LLM)."""
+        request = _global_request(query, level, limit)
+        return self._read(lambda g: g.global_search_request(request))
+
+    def routed_search(self, request: RoutedRequest) -> RoutedResponse:
+        """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
+        return self._read(lambda g: g.routed_search(request))
 
     def entity(self, entity_id: str) -> EntityDetail:
         return self._read(lambda g: g.entity(entity_id))

@@ -346,6 +346,23 @@ class CommunitySettings(BaseModel):
     )
     max_tokens: int | None = Field(None, ge=0, description="Report LLM tokens per build.")
     cache_path: Path = Path(".kg/report-cache.sqlite")
+    global_level: int = Field(0, ge=0, le=20, description="Global search: default level.")
+    global_reports: int = Field(
+        20, ge=1, le=500, description="Global search: reports read (best ranked and matching)."
+    )
+    global_batch: int = Field(5, ge=1, le=50, description="Global search: reports per map call.")
+    global_max_calls: int = Field(
+        8, ge=1, le=200, description="Global search with an LLM: calls per request (map+reduce)."
+    )
+    global_max_tokens: int = Field(
+        40_000, ge=1000, description="Global search with an LLM: tokens per request."
+    )
+
+    global_answer: Literal["none", "llm"] = Field(
+        "none",
+        description="Global search: `none` returns the ranked reports as context; `llm` "
+        "map-reduces them into an answer with the extraction endpoint.",
+    )
 
 
 class ApiSettings(BaseModel):

@@ -310,3 +310,25 @@ class EvidenceChunksParams(TemplateParams):
 
 class NoParams(TemplateParams):
     pass
+
+
+class CommunityReportsParams(TemplateParams):
+    """Global search: the best-ranked community reports of one level."""
+
+    level: int = Field(0, ge=0, le=20)
+    limit: int = Field(20, ge=1, le=500)
+
+
+class NameLinksParams(TemplateParams):
+    """The router: entities whose name or alias contains a phrase of the question (fulltext,
+    each phrase escaped and quoted here, so Lucene syntax in a question is searched for)."""
+
+    phrases: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
+        min_length=1, max_length=64
+    )
+    per_phrase: int = Field(5, ge=1, le=50)
+    limit: int = Field(100, ge=1, le=500)
+
+    def cypher_params(self) -> dict[str, Any]:
+        quoted = [f'"{escape_lucene(p)}"' for p in self.phrases]
+        return {"phrases": quoted, "per_phrase": self.per_phrase, "limit": self.limit}

@@ -17,12 +17,14 @@ from kg.cypher.params import (
     DEPTHS,
     ChunksByTextParams,
     ChunksByVectorParams,
+    CommunityReportsParams,
     EntityDetailsParams,
-    EntityParams,
     EntityLinksParams,
+    EntityParams,
     EntitySeedsParams,
     EntitySourcesParams,
     EvidenceChunksParams,
+    NameLinksParams,
     NeighborhoodParams,
     NoParams,
     PassageHopParams,
@@ -109,6 +111,24 @@ class Registry:
         """A copy with more templates (tests add deliberately slow or bad ones)."""
         return Registry([*self, *extra])
 
+
+# Global search reads community reports (kg communities build) by rank; see docs/communities.md.
+_COMMUNITY_REPORTS: LiteralString = (
+    "MATCH (c:Community) WHERE c.level = $level\n"
+    "RETURN c.id AS id, c.level AS level, c.size AS size, c.rank AS rank, c.title AS title,\n"
+    "       c.summary AS summary, c.findings AS findings, c.report_kind AS report_kind\n"
+    "ORDER BY c.rank DESC, c.id\n"
+    "LIMIT $limit"
+)
+
+# The router's linking: candidates by phrase; kg/router.py keeps exact whole-word matches.
+_NAME_LINKS: LiteralString = (
+    "UNWIND $phrases AS phrase\n"
+    "CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $per_phrase})\n"
+    "YIELD node\n"
+    "RETURN DISTINCT node.name AS name, coalesce(node.aliases, []) AS aliases\n"
+    "LIMIT $limit"
+)
 
 TEMPLATES: tuple[Template, ...] = (
     Template(
@@ -217,6 +237,22 @@ TEMPLATES: tuple[Template, ...] = (
         params=NoParams,
         texts=_one(render.RELATION_TYPES),
         row_cap=10_000,
+    ),
+    Template(
+        name="community_reports",
+        description="Global search: the best-ranked community reports of one level (title, "
+        "summary, findings with citations), from `kg communities build`.",
+        params=CommunityReportsParams,
+        texts=_one(_COMMUNITY_REPORTS),
+        row_cap=500,
+    ),
+    Template(
+        name="name_links",
+        description="The router: entities whose name or alias matches phrases of a question "
+        "(fulltext index entity_names), with their aliases.",
+        params=NameLinksParams,
+        texts=_one(_NAME_LINKS),
+        row_cap=500,
     ),
 )
 

@@ -22,6 +22,8 @@ def test_spec_documents_every_operation_and_auth() -> None:
     }
     assert set(operations) == {
         "localSearch",
+        "search",
+        "globalSearch",
         "getEntity",
         "getEntityNeighborhood",
         "listTemplates",

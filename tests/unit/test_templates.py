@@ -45,6 +45,8 @@ PINNED = {
     ("passage_hop", "default"): "483546a5ba29c254",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
     ("relation_types", "default"): "e301900dc3e6b64d",
+    ("community_reports", "default"): "a6b32318bbb5ba85",
+    ("name_links", "default"): "59a9c73fa1d1afe5",
 }
 
 

@@ -1,0 +1,86 @@
+"""``kg search --mode global|auto``: global search and the router, from the terminal.
+
+``--json`` prints ``RoutedResponse.model_dump_json()``, the body ``POST /search`` returns:
+``mode`` (what ran), ``reason`` (why), and ``local`` or ``global_search``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from kg import AsyncKnowledgeGraph, QueryRejected, Settings
+from kg.errors import validation_errors
+from kg.global_models import GlobalSearchResponse, RoutedRequest, RoutedResponse
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_INVALID = 2
+
+
+def routed(
+    query: str,
+    mode: str,
+    depth: int,
+    limit: int,
+    as_of: str | None,
+    relation_type: list[str] | None,
+    json_output: bool,
+) -> int:
+    """Validate, search through the library surface, print; the exit code."""
+    raw = {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
+           "relation_types": relation_type}  # fmt: skip
+    try:
+        request = RoutedRequest.model_validate(raw)
+    except ValidationError as exc:
+        return _invalid(validation_errors(exc))
+    try:
+        response = asyncio.run(_search(Settings(), request))
+    except QueryRejected as exc:
+        return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
+    if json_output:
+        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
+        return 0
+    console.print(f"[bold]mode:[/] {response.mode} [dim]({response.reason})[/]", highlight=False)
+    if response.global_search is not None:
+        _print_global(response.global_search)
+    elif response.local is not None:
+        from cli.search_cmd import _print
+
+        _print(response.local)
+    return 0
+
+
+async def _search(settings: Settings, request: RoutedRequest) -> RoutedResponse:
+    async with AsyncKnowledgeGraph(settings) as graph:
+        await graph.check_model()
+        return await graph.routed_search(request)
+
+
+def _invalid(errors: list[dict[str, str]]) -> int:
+    for error in errors:
+        name = "query" if error["field"] == "query" else "--" + error["field"].replace("_", "-")
+        err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
+    return EXIT_INVALID
+
+
+def _print_global(response: GlobalSearchResponse) -> None:
+    for note in response.notes:
+        console.print(f"[yellow]{note}[/]")
+    if response.answer:
+        console.print(f"[bold]answer:[/] {response.answer}")
+        console.print(f"[dim]cites: {', '.join(response.citations)}[/]")
+    if response.reports:
+        table = Table(title=f"Community reports, level {response.level}", title_justify="left")
+        for column in ("score", "rank", "title", "top facts [citations]"):
+            table.add_column(column, justify="right" if column in ("score", "rank") else "left")
+        for r in response.reports:
+            facts = "\n".join(f"{f.summary} [{', '.join(f.citations)}]" for f in r.findings[:3])
+            table.add_row(f"{r.score:.3f}", f"{r.rank:.1f}", f"{r.title}\n{r.id}", facts)
+        console.print(table)
+    calls = f", {response.llm_calls} LLM calls" if response.llm_calls else ""
+    console.print(f"[dim]global, {response.took_ms:.0f} ms{calls}[/]")

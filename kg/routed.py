@@ -1,0 +1,100 @@
+"""Search in any mode, ``auto`` by default: the router picks, the chosen search runs.
+
+For ``auto`` the question's phrases are linked to entity names and aliases through the
+read-only ``name_links`` template, then :func:`kg.router.route` decides. When the router picks
+global search and the graph has no community reports yet, graph search runs instead and the
+reason says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from kg.global_models import (
+    MAX_GLOBAL_LIMIT,
+    GlobalSearchRequest,
+    RoutedRequest,
+    RoutedResponse,
+)
+from kg.global_search import global_search
+from kg.router import link_by_names, phrases, route
+from kg.search_models import Mode, SearchRequest, SearchResponse, TemplateResult
+from kg.settings import Settings
+
+__all__ = ["Searcher", "link", "routed_search"]
+
+
+class Searcher(Protocol):
+    """What routed search needs: guarded template runs and local search."""
+
+    async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
+
+    async def local_search(self, request: SearchRequest) -> SearchResponse: ...
+
+
+async def link(searcher: Searcher, question: str) -> list[str]:
+    """Entities (canonical names) whose name or an alias occurs in the question as words."""
+    grams = phrases(question)
+    if not grams:
+        return []
+    result = await searcher.run_template("name_links", {"phrases": grams})
+    canonical: dict[str, str] = {}
+    for row in result.rows:
+        for form in [row["name"], *row.get("aliases", [])]:
+            canonical.setdefault(str(form), str(row["name"]))
+    return sorted({canonical[f] for f in link_by_names(question, canonical)})
+
+
+async def routed_search(
+    searcher: Searcher, settings: Settings, request: RoutedRequest
+) -> RoutedResponse:
+    """Run ``request`` in its mode; ``auto`` asks the router first."""
+    linked: list[str] = []
+    mode: Mode
+    if request.mode == "auto":
+        linked = await link(searcher, request.query)
+        decision = route(
+            request.query,
+            linked=linked,
+            relation_filter=bool(request.relation_types),
+            as_of=request.as_of is not None,
+        )
+        mode, reason = decision.mode, decision.reason
+    else:
+        mode, reason = request.mode, "requested"
+    if mode == "global":
+        found = await global_search(
+            searcher,
+            settings,
+            GlobalSearchRequest(
+                query=request.query,
+                level=request.level,
+                limit=min(request.limit, MAX_GLOBAL_LIMIT),
+            ),
+        )
+        if found.reports or request.mode == "global":
+            return RoutedResponse(
+                requested=request.mode,
+                mode="global",
+                reason=reason,
+                linked=linked,
+                global_search=found,
+            )
+        mode, reason = "graph", f"{reason}; no community reports yet, so graph search ran"
+    local = SearchRequest.model_validate(
+        {
+            "query": request.query,
+            "mode": mode,
+            "depth": request.depth,
+            "limit": request.limit,
+            "as_of": request.as_of,
+            "relation_types": request.relation_types,
+        }
+    )
+    return RoutedResponse(
+        requested=request.mode,
+        mode=local.mode,
+        reason=reason,
+        linked=linked,
+        local=await searcher.local_search(local),
+    )
