@@ -30,8 +30,10 @@ SLOW = Template(name="slow", description="test only: busy until the timeout",
 SLOW_HEAVY = Template(name="slow_heavy", description="test only: heavy and busy",
                       params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
 REG = REGISTRY.with_templates(SLOW, SLOW_HEAVY)
-QUERY_TIMEOUT_S = 3.0
-QUICK_S = 1.5  # far below QUERY_TIMEOUT_S: the cheap call did not wait for a slot
+# Wide margins: the burning flood competes with the cheap call for the server's two cores, and
+# CI machines are shared. Without fairness the cheap call waits the whole QUERY_TIMEOUT_S.
+QUERY_TIMEOUT_S = 8.0
+QUICK_S = 4.0  # half of QUERY_TIMEOUT_S: the cheap call did not wait for a slot
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +43,7 @@ def heavy_rule(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _settings(settings: Settings, *, per_client: int, heavy: int) -> Settings:
     s = tuned(settings, max_concurrent_queries=3, query_timeout_s=QUERY_TIMEOUT_S,
-              queue_timeout_s=8.0)  # fmt: skip
+              queue_timeout_s=2 * QUERY_TIMEOUT_S)  # fmt: skip
     api = s.api.model_copy(
         update={"max_queries_per_client": per_client, "heavy_query_slots": heavy}
     )
