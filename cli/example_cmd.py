@@ -1,8 +1,8 @@
 """``kg example``: the whole main job on the bundled corpus, with embedded defaults, no LLM.
 
 Starts the local Neo4j (unless NEO4J_URI / KG_NEO4J__URI points elsewhere), applies the schema,
-ingests examples/platform-docs through its triplets file, runs a search and prints where to
-look at the graph.
+ingests examples/platform-docs through its triplets file, builds communities (extractive
+reports), runs a search and prints where to look at the graph.
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ def example(
         RichProgress(console, enabled=console.is_terminal) as progress,
     ):
         summary = graph.ingest(folder, triplets=triplets, progress=progress)
+        # Extractive reports (no LLM): global search and the Browser have communities to show.
+        built = graph.build_communities()
     console.print(summary_table(summary))
+    console.print(
+        f"{built.communities} communities over {built.entities} entities "
+        f'(kg communities build; try kg search "What are the main parts of the platform?")'
+    )
     console.print(f"\n[bold]kg search[/] {question!r}")
     response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
     _print(response)

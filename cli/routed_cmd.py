@@ -10,6 +10,7 @@ import asyncio
 
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
@@ -45,7 +46,8 @@ def routed(
     if json_output:
         print(response.model_dump_json())  # noqa: T201 - the machine-readable output
         return 0
-    console.print(f"[bold]mode:[/] {response.mode} [dim]({response.reason})[/]", highlight=False)
+    reason = escape(response.reason)
+    console.print(f"[bold]mode:[/] {response.mode} [dim]({reason})[/]", highlight=False)
     if response.global_search is not None:
         _print_global(response.global_search)
     elif response.local is not None:
@@ -70,17 +72,18 @@ def _invalid(errors: list[dict[str, str]]) -> int:
 
 def _print_global(response: GlobalSearchResponse) -> None:
     for note in response.notes:
-        console.print(f"[yellow]{note}[/]")
+        console.print(f"[yellow]{escape(note)}[/]")
     if response.answer:
-        console.print(f"[bold]answer:[/] {response.answer}")
-        console.print(f"[dim]cites: {', '.join(response.citations)}[/]")
+        console.print(f"[bold]answer:[/] {escape(response.answer)}")
+        console.print(f"[dim]cites: {escape(', '.join(response.citations))}[/]")
     if response.reports:
         table = Table(title=f"Community reports, level {response.level}", title_justify="left")
         for column in ("score", "rank", "title", "top facts [citations]"):
             table.add_column(column, justify="right" if column in ("score", "rank") else "left")
         for r in response.reports:
             facts = "\n".join(f"{f.summary} [{', '.join(f.citations)}]" for f in r.findings[:3])
-            table.add_row(f"{r.score:.3f}", f"{r.rank:.1f}", f"{r.title}\n{r.id}", facts)
+            title = f"{r.title}\n{r.id}"
+            table.add_row(f"{r.score:.3f}", f"{r.rank:.1f}", escape(title), escape(facts))
         console.print(table)
     calls = f", {response.llm_calls} LLM calls" if response.llm_calls else ""
     console.print(f"[dim]global, {response.took_ms:.0f} ms{calls}[/]")

@@ -44,9 +44,10 @@ def search(
     query
         The question, in plain words.
     mode
-        auto (default): the router picks vector, graph or global and says why; global: the
+        auto (default): the router picks vector, graph or global and says why; global:
         community reports ranked for the question (docs/communities.md).
-        graph: entities and their neighbourhood; vector: nearest chunks only; hybrid: both.
+        text: chunks by words (BM25); vector: chunks by meaning; graph: entities, relations
+        and the chunks linked to them; hybrid: the three fused (docs/search.md).
     depth
         Hops to expand from the matched entities, 1..3.
     limit
