@@ -1,6 +1,6 @@
 """Entity-resolution quality on the labelled alias dataset: ours vs two baselines.
 
-Run: ``.venv/bin/python bench/resolve_quality.py [--errors]``
+Run: ``.venv/bin/python bench/resolve_quality.py [--errors] [--wordllama]``
 
 Prints pairwise precision/recall/F1 and B-cubed F1 for
 - ours: ``kg.resolve.Resolver`` with default settings (offline hashing embedder, no LLM);
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kg.models import Mention
-from kg.resolve import Resolver, make_embedder
+from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.evaluate import Quality, exact_name_clusters, fuzzy_clusters, quality
 from kg.settings import ResolveSettings
 
@@ -41,9 +41,11 @@ def load(path: Path = DATASET) -> list[Row]:
     return rows
 
 
-def ours(rows: list[Row], settings: ResolveSettings | None = None) -> list[str]:
+def ours(
+    rows: list[Row], settings: ResolveSettings | None = None, embedder: Embedder | None = None
+) -> list[str]:
     settings = settings or ResolveSettings()
-    resolver = Resolver(settings, make_embedder(settings))
+    resolver = Resolver(settings, embedder or make_embedder(settings))
     mentions = [Mention(r.mention, r.type, aliases=r.aliases) for r in rows]
     return resolver.resolve(mentions).entity_ids
 
@@ -98,10 +100,21 @@ def errors(rows: list[Row]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--errors", action="store_true", help="list split and merged entities")
+    parser.add_argument(
+        "--wordllama",
+        action="store_true",
+        help="also resolve with WordLlama (the chunk embedder) as the entity embedder",
+    )
     args = parser.parse_args()
     rows = load()
     print(f"{len(rows)} mentions, {len({r.gold for r in rows})} gold entities")
-    print(table(evaluate(rows)))
+    results = evaluate(rows)
+    if args.wordllama:
+        from kg.resolve.wordllama import WordLlamaEmbedder
+
+        gold = [r.gold for r in rows]
+        results["ours, WordLlama names"] = quality(ours(rows, embedder=WordLlamaEmbedder()), gold)
+    print(table(results))
     if args.errors:
         print(errors(rows))
 

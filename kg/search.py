@@ -1,17 +1,21 @@
-"""Local search: match the question to entities, expand them through a template, rank.
+"""Local search: text, dense and graph signals over chunks, alone or fused.
 
-Three modes share one response shape (:class:`~kg.search_models.SearchResponse`):
+Four modes share one response shape (:class:`~kg.search_models.SearchResponse`):
 
-- ``graph``: seeds from the entity vector index and the fulltext index, fused by reciprocal
-  rank fusion (RRF); the seeds expanded 1..3 hops by ``seed_expansion``; entities and
-  relations ranked by seed similarity x edge weight x type weight / (hop + 1), counting only
-  relations valid at ``as_of`` (default: now); the chunks that support them (relation
-  ``chunk_ids`` and MENTIONS) ranked by the scores they support.
-- ``vector``: chunks nearest to the question's embedding, nothing else (the baseline).
-- ``hybrid``: both; the two chunk rankings fused by RRF.
+- ``text``: Lucene BM25 over chunk text and document title (fulltext index ``chunk_text``).
+- ``vector``: chunks nearest to the question's embedding (the chunk embedder, WordLlama).
+- ``graph``: the question linked to entities (its longest word n-grams equal to names or
+  aliases, weighted by specificity; the entity indexes' fuzzy hits only when it names none);
+  the seeds expanded 1..3 hops through relations (``seed_expansion``) and through passages
+  (``passage_hop``: chunks that mention an entity, entities those chunks mention); chunks
+  ranked by personalized PageRank over that subgraph of entities and chunks, restarting at the
+  seeds. Entities and relations are ranked by seed weight x edge weight x type weight /
+  (hop + 1), counting only relations valid at ``as_of`` (default: now).
+- ``hybrid``: the three chunk rankings fused by weighted reciprocal rank fusion; entities and
+  relations as in ``graph``.
 
 Every query goes through :class:`~kg.cypher.guard.Guard`; this module builds no Cypher.
-docs/search.md explains the ranking.
+docs/search.md explains the scoring and the measurements behind each choice.
 """
 
 from __future__ import annotations
@@ -62,8 +66,6 @@ _TEMPLATES: dict[SearchMode, str] = {
     "graph": "seed_expansion",
     "hybrid": "chunks_by_text+chunks_by_vector+seed_expansion",
 }
-# Relations whose chunk_ids are fetched, as a multiple of the response limit.
-_EVIDENCE_RELATIONS = 3
 _DEFAULT_WEIGHT = 0.5
 
 
@@ -199,31 +201,6 @@ def _near_far(nodes: Mapping[str, _Node], sid: str, tid: str, hop: int) -> tuple
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def score_chunks(
-    rows: Sequence[Mapping[str, Any]], ranked: Ranked, weights: Weights
-) -> list[ChunkHit]:
-    """A chunk scores the relations citing it plus its MENTIONS of ranked entities."""
-    cited: dict[str, float] = {}
-    for rel in ranked.relations:
-        for cid in rel.chunk_ids:
-            cited[cid] = cited.get(cid, 0.0) + rel.score
-    entity_score = {e.id: e.score for e in ranked.entities}
-    mention = weights.of("MENTIONS")
-    hits = [
-        ChunkHit(
-            id=str(row["id"]),
-            text=str(row.get("text") or ""),
-            document_id=str(row.get("document_id") or ""),
-            document_path=str(row.get("document_path") or ""),
-            score=cited.get(str(row["id"]), 0.0)
-            + mention * sum(entity_score.get(str(m), 0.0) for m in row.get("mentions") or []),
-        )
-        for row in rows
-    ]
-    hits.sort(key=lambda c: (-c.score, c.document_path, c.id))
-    return hits
 
 
 def vector_chunks(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
@@ -508,20 +485,12 @@ class SearchService:
         specificity; only when it names none, the fuzzy candidates of the entity vector and
         fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
         points of R@5, docs/search.md)."""
-        embedding = await asyncio.to_thread(
-            _embed, self._embedder, query, self._settings.resolve.embedding_dim
-        )
         grams = question_ngrams(query, self._search.link_max_words)
         exact_rows: list[dict[str, Any]] = []
         if grams:
             phrases = [list(g.words) for g in grams]
-            result, fuzzy = await asyncio.gather(
-                self.guard.run("entity_links", {"phrases": phrases, "per_phrase": 5}),
-                self._seeds(query, embedding),
-            )
+            result = await self.guard.run("entity_links", {"phrases": phrases, "per_phrase": 5})
             exact_rows = result.rows
-        else:
-            fuzzy = await self._seeds(query, embedding)
         hits: dict[tuple[str, ...], list[str]] = {}
         info: dict[str, Mapping[str, Any]] = {}
         mentions: dict[str, int] = {}
@@ -534,7 +503,10 @@ class SearchService:
                 hits.setdefault(phrase, []).append(eid)
         seeds = {eid: specificity(mentions[eid]) for eid in longest_links(grams, hits)}
         if not seeds:
-            for eid, (score, hit) in fuzzy.items():
+            embedding = await asyncio.to_thread(
+                _embed, self._embedder, query, self._settings.resolve.embedding_dim
+            )
+            for eid, (score, hit) in (await self._seeds(query, embedding)).items():
                 info.setdefault(eid, hit)
                 seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:_MAX_SEEDS]
@@ -558,7 +530,8 @@ class SearchService:
                     "limit": min(self._search.expansion_limit, self._search.row_cap),
                 },
             ),
-            self._passages(list(seeds), req.depth),
+            # depth counts entity hops; the chunks of the last entities reached come too.
+            self._passages(list(seeds), req.depth + 1),
         )
         ranked = rank_expansion(seeds, expansion.rows, self._weights)
         # Entities the relations reached: their passages join the graph too (one more hop).
