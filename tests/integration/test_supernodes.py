@@ -260,9 +260,7 @@ async def exercise(settings: Settings, skip: frozenset[str] = frozenset()) -> li
             )
             assert hood.entity.degree >= DEGREE
             assert len(hood.relations) <= row_cap
-            calls.append(
-                Call(call.label, call.ms, len(hood.relations), row_cap, hood.truncated)
-            )
+            calls.append(Call(call.label, call.ms, len(hood.relations), row_cap, hood.truncated))
     return calls
 
 
