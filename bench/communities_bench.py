@@ -4,6 +4,7 @@ Run:
     .venv/bin/python bench/communities_bench.py                 # in memory: both libraries
     .venv/bin/python bench/communities_bench.py --neo4j         # also load into a real Neo4j
                                                                 # and time kg's read + cluster
+    (--neo4j uses NEO4J_URI / NEO4J_PASSWORD when set, and deletes its Entity nodes first)
 
 The graph is generated deterministically: entities in planted groups (sizes 10..100), 80 % of
 relations inside a group, weights uniform in 0..1. In memory, kg's clustering
@@ -91,6 +92,9 @@ def run_neo4j(edges: list[tuple[int, int, float]], entities: int) -> dict[str, o
                                    "password": target.password, "database": target.database})  # fmt: skip
         with open_driver(settings.neo4j) as driver:
             db = target.database
+            with driver.session(database=db) as session:  # an existing server (NEO4J_URI)
+                session.run("MATCH (n:Entity) CALL (n) { DETACH DELETE n } "
+                            "IN TRANSACTIONS OF 1000 ROWS").consume()  # fmt: skip
             driver.execute_query("CREATE CONSTRAINT b_entity IF NOT EXISTS "
                                  "FOR (e:Entity) REQUIRE e.id IS UNIQUE", database_=db)  # fmt: skip
             start = time.perf_counter()
