@@ -21,6 +21,13 @@ MAX_GLOBAL_LIMIT = 50
 MAX_LEVEL = 20
 
 
+def _no_bool(value: object) -> object:
+    # A JSON boolean is not a level, even where lax parsing would read false as 0.
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    return value
+
+
 def _check_query(value: str) -> str:
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
@@ -47,6 +54,11 @@ class GlobalSearchRequest(BaseModel):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _check_query(value)
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level_is_int(cls, value: object) -> object:
+        return _no_bool(value)
 
 
 class ReportFinding(BaseModel):
@@ -113,6 +125,11 @@ class RoutedRequest(BaseModel):
     @classmethod
     def _not_blank(cls, value: str) -> str:
         return _check_query(value)
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level_is_int(cls, value: object) -> object:
+        return _no_bool(value)
 
 
 class RoutedResponse(BaseModel):
