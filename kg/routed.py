@@ -8,8 +8,14 @@ reason says so.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+import instructor
+import openai
+from instructor.core import InstructorError
+from pydantic import BaseModel, Field
+
+from kg.extract.client import MODES
 from kg.global_models import (
     MAX_GLOBAL_LIMIT,
     GlobalSearchRequest,
@@ -21,7 +27,21 @@ from kg.router import link_by_names, phrases, route
 from kg.search_models import Mode, SearchRequest, SearchResponse, TemplateResult
 from kg.settings import Settings
 
-__all__ = ["Searcher", "link", "routed_search"]
+__all__ = ["RouteChoice", "Searcher", "link", "routed_search"]
+
+ROUTER_PROMPT = """\
+Pick how to search a knowledge graph for the question. `global`: the question is about the
+corpus as a whole (main themes, overall picture, all of something); `graph`: it is about
+named entities and their relations; `vector`: it asks for a specific passage or fact that
+names no entity. Give a one-sentence reason.
+"""
+
+
+class RouteChoice(BaseModel):
+    """The optional LLM classifier's answer."""
+
+    mode: Literal["vector", "graph", "global"]
+    reason: str = Field(min_length=1, max_length=300)
 
 
 class Searcher(Protocol):
@@ -60,6 +80,10 @@ async def routed_search(
             as_of=request.as_of is not None,
         )
         mode, reason = decision.mode, decision.reason
+        if settings.communities.router_llm:
+            choice = await _llm_route(settings, request.query, linked)
+            if choice is not None:
+                mode, reason = choice.mode, f"LLM classifier: {choice.reason}"
     else:
         mode, reason = request.mode, "requested"
     if mode == "global":
@@ -98,3 +122,32 @@ async def routed_search(
         linked=linked,
         local=await searcher.local_search(local),
     )
+
+
+async def _llm_route(settings: Settings, query: str, linked: list[str]) -> RouteChoice | None:
+    """One bounded call (at most one re-ask); None lets the rules decide."""
+    ex = settings.extract
+    names = ", ".join(linked[:20]) or "none"
+    try:
+        async with openai.AsyncOpenAI(
+            base_url=ex.base_url,
+            api_key=ex.api_key.get_secret_value(),
+            timeout=ex.timeout_s,
+            max_retries=0,
+        ) as raw:
+            client = instructor.from_openai(raw, mode=MODES[ex.mode])
+            messages: Any = [
+                {"role": "system", "content": ROUTER_PROMPT},
+                {"role": "user", "content": "Question: {{ q }}\nEntities it names: {{ names }}"},
+            ]
+            choice: RouteChoice = await client.chat.completions.create(
+                model=ex.model,
+                messages=messages,
+                response_model=RouteChoice,
+                max_retries=1,
+                context={"q": query, "names": names},
+                temperature=0,
+            )
+            return choice
+    except (InstructorError, openai.APIError):
+        return None

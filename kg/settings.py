@@ -363,6 +363,11 @@ class CommunitySettings(BaseModel):
         description="Global search: `none` returns the ranked reports as context; `llm` "
         "map-reduces them into an answer with the extraction endpoint.",
     )
+    router_llm: bool = Field(
+        False,
+        description="`mode=auto`: ask the extraction endpoint to pick vector, graph or global "
+        "(one call, one re-ask); the rules decide when it fails or is off.",
+    )
 
 
 class ApiSettings(BaseModel):

@@ -191,3 +191,28 @@ def test_the_per_request_budget_stops_global_search(example: Driver, settings: S
         assert found.llm_calls == 1
         assert found.answer is None
         assert found.reports
+
+
+def test_the_optional_llm_classifier_decides_and_the_rules_are_the_fallback(
+    example: Driver, settings: Settings
+) -> None:
+    question = "How long are refresh tokens valid?"  # the rules say vector
+
+    def configured(llm: ScriptedLLM) -> Settings:
+        return settings.model_copy(
+            update={
+                "extract": settings.extract.model_copy(update={"base_url": llm.base_url}),
+                "communities": settings.communities.model_copy(update={"router_llm": True}),
+            }
+        )
+
+    choice = {"mode": "global", "reason": "asks for the big picture"}
+    with ScriptedLLM(responder=lambda r: Reply(payload=choice)) as llm:
+        response = _routed(configured(llm), query=question)
+        assert response.mode == "global"
+        assert response.reason == "LLM classifier: asks for the big picture"
+        assert llm.calls == 1
+    with ScriptedLLM(responder=lambda r: Reply(status=500)) as llm:
+        response = _routed(configured(llm), query=question)
+        assert response.mode == "vector"
+        assert llm.calls >= 1
