@@ -31,6 +31,9 @@ def _read(value: Any) -> Any:
             return datetime.fromisoformat(text.replace("z", "Z"))
         except ValueError:
             raise ValueError("is not an ISO 8601 date or date-time") from None
+    if not isinstance(value, date):
+        # A number would be read as a Unix timestamp: not what the spec (a string) promises.
+        raise ValueError("must be an ISO 8601 date or date-time string")
     return value
 
 
