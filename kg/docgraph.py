@@ -5,7 +5,8 @@ Entities come from the documents' own structure, never from an LLM:
 - the **title** (type ``Topic``; a trailing parenthetical also gives an alias:
   ``Kiss and Tell (1945 film)`` is found as ``Kiss and Tell``); every chunk of the document
   MENTIONS it (the document is about it);
-- **headings** (type ``Section``), mentioned by the chunk that holds them;
+- **headings** (type ``Section``), mentioned by the chunk that holds them (a one-word heading
+  such as ``Usage`` only there);
 - **link targets**: Markdown links to another document of the run (its title) and wiki links
   ``[[Target]]`` / ``[[Target|label]]`` (type ``Topic``), mentioned where the link is;
 - **declared entities**: a Markdown front matter's ``entities:`` list, and its ``aliases:``
@@ -163,6 +164,9 @@ def build(
     titles = {d.path: d.title for d in documents}
     new: dict[str, ResolvedEntity] = {}
     mentions: set[tuple[str, str]] = set()
+    # A one-word heading ("Usage", "Examples") names its section, not a thing the rest of the
+    # corpus talks about: it is not looked for in other chunks.
+    local: set[str] = set()
     for doc in documents:
         for cand in candidates(doc, chunks.get(doc.id, ()), titles):
             key = form(cand.name)
@@ -175,13 +179,15 @@ def build(
             else:
                 eid = entity_id(" ".join(key), type_key(cand.type))
                 new[eid] = ResolvedEntity(eid, cand.name, cand.type)
+                if cand.type == SECTION and len(key) == 1:
+                    local.add(eid)
                 _add_aliases(new[eid], cand.aliases)
                 lexicon.add(cand.name, eid)
             lexicon.add_all(new[eid].aliases if eid in new else (), eid)
             mentions.update((cid, eid) for cid in cand.chunk_ids)
     for doc in documents:
         for chunk in chunks.get(doc.id, ()):
-            mentions.update((chunk.id, eid) for eid in lexicon.find(chunk.text))
+            mentions.update((chunk.id, eid) for eid in lexicon.find(chunk.text) - local)
     entities = list(new.values())
     if entities:
         vectors = embedder.embed([e.name for e in entities])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kg.words import form, words
+from kg.words import MAX_WORD_CHARS, form, words
 
 #: Phrases one question may send to the fulltext index.
 MAX_PHRASES = 128
@@ -42,10 +42,11 @@ def question_ngrams(question: str, max_words: int, limit: int = MAX_PHRASES) -> 
     """Word n-grams of the question that could be a name, longest first (at most ``limit``)."""
     tokens = words(question)
     found: list[Ngram] = []
+    long = {i for i, token in enumerate(tokens) if len(token) > MAX_WORD_CHARS}
     for size in range(min(max_words, len(tokens)), 0, -1):
         for start in range(len(tokens) - size + 1):
             gram = tuple(tokens[start : start + size])
-            if form(" ".join(gram)) is not None:
+            if long.isdisjoint(range(start, start + size)) and form(" ".join(gram)) is not None:
                 found.append(Ngram(start, start + size, gram))
     return found[:limit]
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 _WORD = re.compile(r"\w+")
 
 MAX_FORM_WORDS = 12
+#: Longest word linking sends to the fulltext index (a run of CJK characters is one ``\w+``).
+MAX_WORD_CHARS = 64
 
 # Function words of English and Russian: a name made only of these is not a name.
 STOP_WORDS = frozenset(

@@ -23,6 +23,7 @@ from pydantic import (
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
 from kg.search_models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
+from kg.words import MAX_WORD_CHARS
 
 __all__ = ["DEPTHS", "Depth"]  # re-exported: the rule itself lives in kg.search_models
 
@@ -89,7 +90,7 @@ ChunkEmbedding = Annotated[
 ]
 #: A word of a linking phrase: letters, digits or underscores only, so a phrase is data in
 #: quotes and never Lucene syntax.
-Word = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^\w+$")]
+Word = Annotated[str, StringConstraints(min_length=1, max_length=MAX_WORD_CHARS, pattern=r"^\w+$")]
 
 
 def as_of_params(as_of: date | datetime | None) -> dict[str, Any]:

@@ -240,7 +240,9 @@ CHUNKS_BY_TEXT: LiteralString = (
 )
 
 # Question linking: each phrase (a quoted n-gram of the question) against names and aliases,
-# with how many chunks mention each hit (its specificity).
+# with how many chunks mention each hit (its specificity). The mention counts have no label on
+# the far end: only chunks MENTION, and without a label the count is the node's stored degree
+# (no expansion of a supernode's relationships).
 ENTITY_LINKS: LiteralString = (
     "UNWIND $phrases AS phrase\n"
     "CALL (phrase) {\n"
@@ -250,7 +252,7 @@ ENTITY_LINKS: LiteralString = (
     "}\n"
     "RETURN phrase, node.id AS id, node.name AS name, node.type AS type,\n"
     "       node.aliases[..64] AS aliases, score,\n"
-    "       COUNT { (node)<-[:MENTIONS]-(:Chunk) } AS mentions\n"
+    "       COUNT { (node)<-[:MENTIONS]-() } AS mentions\n"
     "LIMIT $limit"
 )
 
@@ -268,7 +270,7 @@ PASSAGE_HOP: LiteralString = (
     "CALL (c) {\n"
     "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
     "  WITH m LIMIT $per_chunk\n"
-    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-(:Chunk) }})"
+    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
     " AS mentioned\n"
     "}\n"
     "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"

@@ -4,6 +4,8 @@ REST, the embedder identities in the graph, and the model 2 -> 3 migration."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from kg.errors import GraphModelError
 from kg.graph.meta import read_embedders, read_model, stamp
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings, verified_once_factory
+from tests.clienv import cli_env
 
 SLICE = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_slice" / "slice.json"
 
@@ -175,3 +178,25 @@ def test_migrate_brings_a_model_2_graph_to_titles_and_chunk_vectors(
     )
     assert records[0]["title"] == "Alpha"
     assert records[0]["first"] != 0.5
+
+
+def test_kg_ingest_graph_metadata_calls_no_llm(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ledger.md").write_text("# Ledger DB\n\nThe ledger keeps balances.\n")
+    (docs / "pay.md").write_text("# Payments\n\nPayments write to the [ledger](ledger.md).\n")
+    env = cli_env(settings, KG_EXTRACT__BASE_URL="http://127.0.0.1:9/v1")
+    run = [sys.executable, "-m", "cli.main", "ingest", str(docs), "--graph", "metadata", "--json"]
+    proc = subprocess.run(run, capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["llm_calls"] == 0
+    assert summary["docgraph_entities"] == 2
+    records, _, _ = clean_graph.execute_query(
+        "MATCH (:Document {path: 'pay.md'})<-[:PART_OF]-(:Chunk)-[:MENTIONS]->(e:Entity) "
+        "RETURN collect(e.name) AS names",
+        database_=settings.neo4j.database,
+    )
+    assert sorted(records[0]["names"]) == ["Ledger DB", "Payments"]

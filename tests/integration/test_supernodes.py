@@ -206,6 +206,14 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
          {"chunk_ids": [f"sn-chunk-{j}" for j in range(1000)], "entity_ids": [HUB, HUB_B],
           "per_entity": 200, "limit": 5000}),
         ("relation_types", "relation_types", {}),
+        ("chunks_by_text", "chunks_by_text", {"text": HUB_NAME, "k": 1000}),
+        ("entity_links", "entity_links",
+         {"phrases": [HUB_NAME.casefold().split(), ["gateway"]], "per_phrase": 50,
+          "limit": 10_000}),
+        ("passage_hop", "passage_hop",
+         {"entity_ids": [HUB, HUB_B], "per_entity": 1000, "per_chunk": 200, "limit": 10_000}),
+        ("community_reports", "community_reports", {"level": 0, "limit": 500}),
+        ("name_links", "name_links", {"phrases": [HUB_NAME], "limit": 500}),
     ]  # fmt: skip
     return calls
 

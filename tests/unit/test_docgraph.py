@@ -78,3 +78,13 @@ def test_build_is_deterministic() -> None:
     assert runs[0].mentions == runs[1].mentions
     beta = next(e.id for e in runs[0].entities if e.name == "Beta Store")
     assert (a_chunks[0].id, beta) in runs[0].mentions
+
+
+def test_a_one_word_heading_is_mentioned_only_where_it_stands() -> None:
+    a, a_chunks = _doc("a.md", "Alpha Service", "# Alpha Service\n\n## Usage\n\nRun it.")
+    b, b_chunks = _doc("b.md", "Beta Store", "Usage of the Beta Store grows; see Alpha Service.")
+    graph = build([a, b], {a.id: a_chunks, b.id: b_chunks}, [], HashingEmbedder(32))
+    usage = next(e.id for e in graph.entities if e.name == "Usage")
+    alpha = next(e.id for e in graph.entities if e.name == "Alpha Service")
+    assert {c for c, e in graph.mentions if e == usage} == {a_chunks[0].id}
+    assert (b_chunks[0].id, alpha) in graph.mentions

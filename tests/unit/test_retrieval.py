@@ -103,3 +103,8 @@ def test_fusion_is_weighted_and_scaled() -> None:
     only_text = fuse({"text": ["a"], "vector": ["b"]}, {"text": 1.0}, k=60)
     assert only_text == {"a": pytest.approx(1.0)}
     assert fuse({"text": ["a"]}, {}, k=60) == {}
+
+
+def test_question_ngrams_skip_words_too_long_to_link() -> None:
+    grams = question_ngrams("PaymentService " + "数据库" * 600, 8)
+    assert [g.words for g in grams] == [("paymentservice",)]

@@ -41,8 +41,8 @@ PINNED = {
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
     ("chunks_by_vector", "default"): "708c61a2f3991143",
     ("chunks_by_text", "default"): "91b9a1d69ba35d04",
-    ("entity_links", "default"): "98fa98a73a2a4372",
-    ("passage_hop", "default"): "483546a5ba29c254",
+    ("entity_links", "default"): "549e329741caddbe",
+    ("passage_hop", "default"): "1c37508c1d826272",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
     ("relation_types", "default"): "e301900dc3e6b64d",
     ("community_reports", "default"): "a6b32318bbb5ba85",
@@ -92,7 +92,7 @@ def test_retrieval_templates_verbatim() -> None:
         "CALL (c) {\n"
         "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
         "  WITH m LIMIT $per_chunk\n"
-        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-(:Chunk) }})"
+        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
         " AS mentioned\n"
         "}\n"
         "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
