@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from neo4j import Driver
 
 from api.app import create_app
+from kg.search_models import SEARCH_MODES
 from kg.settings import Settings
 from tests.apidata import graph_counts, graph_fingerprint, wipe, write_graph
 from tests.apiserver import LiveServer, api_settings, verified_once_factory
@@ -240,7 +241,7 @@ json_value = st.recursive(
 search_bodies = st.fixed_dictionaries(
     {"query": st.text(max_size=2100) | st.sampled_from([*INJECTIONS, "PaymentService", NUL])},
     optional={
-        "mode": st.sampled_from(["graph", "vector", "hybrid"]) | json_leaf,
+        "mode": st.sampled_from(SEARCH_MODES) | json_leaf,
         "depth": st.integers(-3, 6) | json_leaf,
         "limit": st.integers(-3, 200) | json_leaf,
         "as_of": st.dates().map(str) | st.datetimes().map(lambda d: d.isoformat()) | json_leaf,
