@@ -1,7 +1,9 @@
 """``kg search "question"``: guarded local search from the terminal.
 
-``--json`` prints exactly ``SearchResponse.model_dump_json()``, the body ``POST /search/local``
-returns, so scripts can switch between the two freely.
+``--json`` prints exactly what REST returns for the same request: with a local mode (text,
+vector, graph, hybrid) the body of ``POST /search/local`` (``SearchResponse``); with ``auto``
+(the default) or ``global`` the body of ``POST /search`` (``RoutedResponse``: the mode that
+ran, why, and its result).
 """
 
 from __future__ import annotations

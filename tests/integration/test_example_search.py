@@ -10,6 +10,7 @@ from pathlib import Path
 
 from neo4j import Driver
 
+from kg.global_models import RoutedResponse
 from kg.graph.driver import open_async_driver
 from kg.ingest import ingest
 from kg.resolve import make_embedder
@@ -86,8 +87,11 @@ def test_cli_search_json_is_the_rest_body(clean_graph: Driver, settings: Setting
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    body = SearchResponse.model_validate(json.loads(proc.stdout))
-    assert "AuthService" in {e.name for e in body.entities}
+    routed = RoutedResponse.model_validate(json.loads(proc.stdout))  # POST /search's body
+    assert routed.requested == "auto"
+    assert routed.reason
+    assert routed.local is not None, routed.mode  # a question naming an entity stays local
+    assert "AuthService" in {e.name for e in routed.local.entities}
     bad = subprocess.run(
         [sys.executable, "-m", "cli.main", "search", "Checkout Web", "--depth", "4"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120,

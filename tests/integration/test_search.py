@@ -230,12 +230,14 @@ def test_cli_json_is_the_search_response(graph: Driver, settings: Settings) -> N
         "KG_RESOLVE__EMBEDDING_DIM": str(settings.resolve.embedding_dim),
         "KG_SEARCH__SEEDS": "1",
     }
-    run = [sys.executable, "-m", "cli.main", "search", TWO_HOPS, "--depth", "2", "--json"]
+    run = [sys.executable, "-m", "cli.main", "search", TWO_HOPS, "--depth", "2", "--mode",
+           "graph", "--json"]  # fmt: skip
     proc = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stderr
+    # A local mode prints exactly POST /search/local's body (auto and global print /search's).
     response = SearchResponse.model_validate_json(proc.stdout)
     assert {"ledger", "finance"} <= {e.id for e in response.entities}
-    expected = _search(tuned(settings, seeds=1), query=TWO_HOPS, depth=2)
+    expected = _search(tuned(settings, seeds=1), query=TWO_HOPS, depth=2, mode="graph")
     assert response.model_dump(exclude={"took_ms"}) == expected.model_dump(exclude={"took_ms"})
 
     bad = subprocess.run(
