@@ -505,7 +505,6 @@ def _extract(
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     with ExtractionCache(cache_path) as cache:
         extractor = Extractor(settings.extract, cache=cache)
-        progress.stage("extracting", len(chunks))
         run = extractor.extract_chunks_sync(chunks, on_done=lambda _o: progress.advance())
     summary.llm_calls = run.usage.calls
     summary.llm_retries = run.usage.retries
