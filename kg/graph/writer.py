@@ -82,15 +82,14 @@ MATCH (e:Entity {id: row.entity_id})
 MERGE (c)-[:MENTIONS]->(e)
 """
 
-# Measured on Neo4j 5.26 (docs/architecture.md): MERGE with a dynamic type `[r:$(row.type)]`
-# ran ~15x slower than a static type, so rows are grouped by stored type and each group runs
-# this text with __TYPE__ replaced by a name that passed the allowlist. Stored types are
-# bounded (see _predicate_storage), so the texts, and the server's plan cache, stay bounded.
-_UPSERT_RELATIONS_TEMPLATE = """
+_MATCH_ENDS: LiteralString = """
 UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})
 MATCH (b:Entity {id: row.target})
-MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)
+"""
+
+# What a new edge gets, and what restating a fact changes: shared by both statements below.
+_SET_RELATION: LiteralString = """
 ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
 ON MATCH SET
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
@@ -102,24 +101,20 @@ ON MATCH SET
     r.last_seen = $now
 """
 
+# Measured on Neo4j 5.26 (docs/architecture.md): MERGE with a dynamic type `[r:$(row.type)]`
+# ran ~15x slower than a static type, so rows are grouped by stored type and each group runs
+# this text with __TYPE__ replaced by a name that passed the allowlist. Stored types are
+# bounded (see _predicate_storage), so the texts, and the server's plan cache, stay bounded.
+_UPSERT_RELATIONS_TEMPLATE = (
+    _MATCH_ENDS + "MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)" + _SET_RELATION
+)
+
 # Small groups of a typed predicate share this one text (the type is a parameter here, after
 # the same allowlist): planning a new text costs ~200 ms on the server, more than a dynamic-type
 # MERGE of a few dozen rows (docs/architecture.md, "Open vocabulary").
-_UPSERT_RELATIONS_DYNAMIC: LiteralString = """
-UNWIND $rows AS row
-MATCH (a:Entity {id: row.source})
-MATCH (b:Entity {id: row.target})
-MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)
-ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
-ON MATCH SET
-    r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
-                         ELSE r.description END,
-    r.weight = CASE WHEN row.props.weight > r.weight THEN row.props.weight ELSE r.weight END,
-    r.chunk_ids = (r.chunk_ids
-                   + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
-    r.validTo = coalesce(row.props.validTo, r.validTo),
-    r.last_seen = $now
-"""
+_UPSERT_RELATIONS_DYNAMIC: LiteralString = (
+    _MATCH_ENDS + "MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)" + _SET_RELATION
+)
 
 # The predicate catalogue: one node per predicate ever written, with the type that stores it.
 _PREDICATES: LiteralString = """
