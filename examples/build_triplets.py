@@ -2169,6 +2169,12 @@ ENTITIES: dict[str, list[dict[str, object]]] = {
             "description": "Northwind Cloud's OAuth 2.0 / OpenID Connect authorization server.",
         },
     ],
+    # A Russian team's names for English-named services: a Russian question ("Какую базу
+    # данных использует сервис платежей?") links to them (docs/search.md, "Languages").
+    "ru/postmortem-kafka-2024-10-03.md": [
+        {"name": "Payments API", "type": "Service", "aliases": ["сервис платежей"]},
+        {"name": "Billing Service", "type": "Service", "aliases": ["сервис биллинга"]},
+    ],
 }
 
 

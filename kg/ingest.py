@@ -51,6 +51,7 @@ from kg.graph.writer import (
     TypePolicy,
     WriteCounts,
 )
+from kg.languages import detect
 from kg.models import Chunk, Document, KnownEntity, Mention, ResolvedEntity
 from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.adjudicate import Adjudicator, make_adjudicator
@@ -459,14 +460,18 @@ def _write(
 
 
 def _chunk_rows(plan: _Plan, chunks: list[Chunk], chunk_embedder: Embedder) -> list[ChunkRow]:
-    """Chunks with their embeddings (chunk embedder) and their document's title."""
+    """Chunks with their embeddings (chunk embedder), their document's title and language."""
     vectors = chunk_embedder.embed([c.text for c in chunks])
     titles = {d.id: d.title for d in plan.todo}
     rows = []
     for c, vec in zip(chunks, vectors, strict=True):
         embedding = [float(x) for x in vec]
         title = titles.get(c.document_id, "")
-        rows.append(ChunkRow(c.id, c.document_id, c.index, c.text, c.sha256, embedding, title))
+        rows.append(
+            ChunkRow(
+                c.id, c.document_id, c.index, c.text, c.sha256, embedding, title, detect(c.text)
+            )
+        )
     return rows
 
 

@@ -13,16 +13,20 @@ No I/O here: :mod:`kg.search` reads through guarded templates and calls these.
   seeds; a chunk scores the share of walks that end on it, so a passage two mentions away
   from two seeds outranks one next to a single weak seed.
 - :func:`fuse`: weighted reciprocal rank fusion of several chunk rankings.
+- :func:`asked_types`: the entity types a question asks for ("which *database* ...", "какую
+  *базу данных* ..."), by stems, in English or by a type's Russian names.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from kg.languages import RUSSIAN_TYPE_NAMES, stems
+from kg.resolve.normalize import transliterate
 from kg.words import MAX_WORD_CHARS, form, words
 
 #: Phrases one question may send to the fulltext index.
@@ -49,6 +53,24 @@ def question_ngrams(question: str, max_words: int, limit: int = MAX_PHRASES) -> 
             if long.isdisjoint(range(start, start + size)) and form(" ".join(gram)) is not None:
                 found.append(Ngram(start, start + size, gram))
     return found[:limit]
+
+
+def spellings(ngrams: Sequence[Ngram], limit: int) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
+    """Each n-gram's words as looked up among names, and the n-grams they stand for: the words
+    themselves and, for an n-gram with Cyrillic words, their Latin transliteration (the
+    resolver's, so ``Кафка`` is looked up as ``kafka`` too). At most ``limit`` spellings,
+    longest n-grams first."""
+    found: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for gram in ngrams:
+        variants = [gram.words]
+        latin = tuple(transliterate(w) for w in gram.words)
+        if latin != gram.words and form(" ".join(latin)) is not None:
+            variants.append(latin)
+        for variant in variants:
+            if variant not in found and len(found) >= limit:
+                return found
+            found.setdefault(variant, []).append(gram.words)
+    return found
 
 
 def longest_links(
@@ -140,3 +162,22 @@ def fuse(
     if best <= 0:
         return {}
     return {key: score / best for key, score in raw.items()}
+
+
+def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    n = len(needle)
+    return n > 0 and any(tuple(haystack[i : i + n]) == tuple(needle) for i in range(len(haystack)))
+
+
+def asked_types(question_words: Sequence[str], types: Iterable[str]) -> set[str]:
+    """The types among ``types`` whose name (or, for common types, a Russian name) occurs in the
+    question's words, compared by Snowball stems: ``базу данных`` asks for ``Database`` as
+    ``database`` would. Pass only the words no entity link consumed (``сервис платежей`` names
+    Payments API; it does not ask for a Service)."""
+    question = stems(question_words)
+    found: set[str] = set()
+    for entity_type in types:
+        names = [entity_type, *RUSSIAN_TYPE_NAMES.get(entity_type.casefold(), ())]
+        if any(_contains(question, stems(words(name))) for name in names):
+            found.add(entity_type)
+    return found

@@ -2,7 +2,8 @@
 
 Four modes share one response shape (:class:`~kg.search_models.SearchResponse`):
 
-- ``text``: Lucene BM25 over chunk text and document title (fulltext index ``chunk_text``).
+- ``text``: Lucene BM25 over chunk text and document title, in each language's fulltext index
+  (``chunk_text_en``, ``chunk_text_ru``: :mod:`kg.languages`), rankings fused.
 - ``vector``: chunks nearest to the question's embedding (the chunk embedder, WordLlama).
 - ``graph``: the question linked to entities (its longest word n-grams equal to names or
   aliases, weighted by specificity; the entity indexes' fuzzy hits only when it names none);
@@ -33,11 +34,22 @@ from neo4j import AsyncDriver
 from kg.cypher.guard import Guard
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.templates import REGISTRY, Registry
-from kg.errors import ConfigError, NotFoundError, QueryRejected
+from kg.errors import ConfigError, KGError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
+from kg.languages import LANGUAGES, LanguageCode, detect, index_weights
 from kg.resolve import Embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
-from kg.retrieval import fuse, longest_links, personalized_pagerank, question_ngrams, specificity
+from kg.resolve.normalize import transliterate
+from kg.retrieval import (
+    MAX_PHRASES,
+    asked_types,
+    fuse,
+    longest_links,
+    personalized_pagerank,
+    question_ngrams,
+    specificity,
+    spellings,
+)
 from kg.search_models import (
     DEPTHS,
     ChunkHit,
@@ -50,8 +62,10 @@ from kg.search_models import (
     SearchResponse,
     TemplateInfo,
     TemplateResult,
+    TranslatedQuestion,
 )
 from kg.settings import SearchSettings, Settings
+from kg.translate import Translator
 from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
@@ -188,6 +202,26 @@ def rank_expansion(
     return Ranked(entities=entities, relations=relations)
 
 
+def boost_asked_types(ranked: Ranked, types: set[str], boost: float) -> None:
+    """Entities the expansion reached whose type the question asks for, and the relations that
+    reach them, score ``boost`` times more; both lists are sorted again."""
+    if not types or boost == 1.0:
+        return
+    wanted = {e.id for e in ranked.entities if e.hops > 0 and e.type in types}
+    if not wanted:
+        return
+    ranked.entities = [
+        e.model_copy(update={"score": e.score * boost}) if e.id in wanted else e
+        for e in ranked.entities
+    ]
+    ranked.entities.sort(key=lambda e: (-e.score, e.hops, e.name))
+    ranked.relations = [
+        r.model_copy(update={"score": r.score * boost}) if {r.source, r.target} & wanted else r
+        for r in ranked.relations
+    ]
+    ranked.relations.sort(key=lambda r: (-r.score, r.hops))
+
+
 def _near_far(nodes: Mapping[str, _Node], sid: str, tid: str, hop: int) -> tuple[str | None, str]:
     """Which end the expansion came from (reached one hop earlier) and which it went to."""
     candidates = [n for n in (sid, tid) if n in nodes and nodes[n].hop == hop - 1]
@@ -303,6 +337,8 @@ class SearchService:
         self._weights = Weights.from_settings(settings.search)
         self._driver = driver
         self.guard = Guard(driver, settings, registry)
+        self._translator = Translator(settings) if settings.search.translate else None
+        self._languages: tuple[float, tuple[LanguageCode, ...]] = (-math.inf, ())
 
     async def startup(self) -> dict[str, str]:
         """EXPLAIN every template; ConfigError when one is not read-only."""
@@ -390,13 +426,16 @@ class SearchService:
         if req.relation_types:
             await self.guard.check_relation_types(req.relation_types)
         n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
+        translated, translation_error = await self._translate(req.query)
+        texts = {code: " ".join([t.text, *t.entities]) for code, t in translated.items()}
         steps: dict[str, Coroutine[Any, Any, Any]] = {}
         if req.mode in ("text", "hybrid"):
-            steps["text"] = self._text_chunks(req.query, n)
+            steps["text"] = self._text_chunks(req.query, n, texts)
         if req.mode in ("vector", "hybrid"):
-            steps["vector"] = self._vector_chunks(req.query, n)
+            # The chunk embedder (WordLlama) is English-centric: it gets the English question.
+            steps["vector"] = self._vector_chunks(texts.get("en", req.query), n)
         if req.mode in ("graph", "hybrid"):
-            steps["graph"] = self._graph(req, n)
+            steps["graph"] = self._graph(req, n, "\n".join([req.query, *texts.values()]))
         done = await _all(steps)
         ranked, chunks = done.get("graph", (Ranked(), []))
         if req.mode in ("text", "vector"):
@@ -413,7 +452,38 @@ class SearchService:
             chunks=chunks[: req.limit],
             template=_TEMPLATES[req.mode],
             took_ms=_ms(started),
+            translations=list(translated.values()),
+            translation_error=translation_error,
         )
+
+    async def _translate(
+        self, query: str
+    ) -> tuple[dict[LanguageCode, TranslatedQuestion], str | None]:
+        """The question in the corpus's other languages (kg.translate); nothing when
+        ``search.translate`` is off or the corpus is all in the question's language. A failing
+        LLM is reported, not raised: the search runs on the question alone."""
+        if self._translator is None:
+            return {}, None
+        own = detect(query)
+        targets = [code for code in await self._corpus_languages() if code != own]
+        if not targets:
+            return {}, None
+        try:
+            found, _usage = await self._translator.translate(query, targets)
+        except KGError as exc:  # the endpoint's message names no secret (kg.llm)
+            return {}, str(exc)[:400]
+        return found, None
+
+    async def _corpus_languages(self) -> tuple[LanguageCode, ...]:
+        """Languages that have chunks, cached for ``search.relation_types_ttl_s``."""
+        loaded_at, languages = self._languages
+        if time.monotonic() - loaded_at < self._search.relation_types_ttl_s:
+            return languages
+        result = await self.guard.run("corpus_languages", {})
+        row = result.rows[0] if result.rows else {}
+        found = tuple(lang.code for lang in LANGUAGES if int(row.get(lang.code) or 0) > 0)
+        self._languages = (time.monotonic(), found)
+        return found
 
     # -- steps ----------------------------------------------------------------------------
 
@@ -463,12 +533,29 @@ class SearchService:
         best = sorted(fused.items(), key=lambda kv: -kv[1])[: self._search.seeds]
         return {eid: (score, info[eid]) for eid, score in best}
 
-    async def _text_chunks(self, query: str, k: int) -> list[ChunkHit]:
-        """Lucene BM25 over chunk text and document title (fulltext index ``chunk_text``)."""
+    async def _text_chunks(
+        self, query: str, k: int, texts: Mapping[LanguageCode, str] | None = None
+    ) -> list[ChunkHit]:
+        """Lucene BM25 over chunk text and document title in each language's index, the
+        rankings fused by how much of the question each language's script holds
+        (:func:`kg.languages.index_weights`). ``texts`` gives a language its own text (a
+        translation); without one, an index whose script the question lacks gets the question
+        transliterated as well, so ``Тесла`` meets ``Tesla``."""
         if not escape_lucene(query):
             return []
-        result = await self.guard.run("chunks_by_text", {"text": query, "k": k})
-        return vector_chunks(result.rows)
+        texts = dict(texts or {})
+        weights = index_weights(query)
+        for code in texts:
+            weights[code] = 1.0
+        if "en" not in texts and weights["ru"] > weights["en"]:
+            texts["en"] = f"{query} {transliterate(query.casefold())}"
+        result = await self.guard.run("chunks_by_text", {"text": query, "texts": texts, "k": k})
+        by_language: dict[str, list[ChunkHit]] = {}
+        for row in result.rows:
+            by_language.setdefault(str(row["language"]), []).append(vector_chunks([row])[0])
+        if len(by_language) <= 1:
+            return next(iter(by_language.values()), [])[:k]
+        return fuse_chunks(by_language, weights, self._search.fusion_k)[:k]
 
     async def _vector_chunks(self, query: str, k: int) -> list[ChunkHit]:
         """The chunk embedder's nearest chunks (vector index ``chunk_embedding``)."""
@@ -480,15 +567,20 @@ class SearchService:
         result = await self.guard.run("chunks_by_vector", {"embedding": embedding, "k": k})
         return vector_chunks(result.rows)
 
-    async def _link(self, query: str) -> dict[str, tuple[float, Mapping[str, Any]]]:
+    async def _link(
+        self, query: str
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int]]:
         """Seeds: entities the question names (longest n-gram matches), each weighted by its
-        specificity; only when it names none, the fuzzy candidates of the entity vector and
+        specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
+        ``Kafka``); only when it names none, the fuzzy candidates of the entity vector and
         fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
-        points of R@5, docs/search.md)."""
+        points of R@5, docs/search.md). Also returns the positions of the question's words
+        that the links consumed."""
         grams = question_ngrams(query, self._search.link_max_words)
+        lookups = spellings(grams, MAX_PHRASES)
         exact_rows: list[dict[str, Any]] = []
-        if grams:
-            phrases = [list(g.words) for g in grams]
+        if lookups:
+            phrases = [list(spelling) for spelling in lookups]
             result = await self.guard.run("entity_links", {"phrases": phrases, "per_phrase": 5})
             exact_rows = result.rows
         hits: dict[tuple[str, ...], list[str]] = {}
@@ -500,8 +592,11 @@ class SearchService:
             mentions[eid] = int(row.get("mentions") or 0)
             names = [str(row.get("name") or ""), *(str(a) for a in row.get("aliases") or [])]
             if any(form(name) == phrase for name in names):
-                hits.setdefault(phrase, []).append(eid)
-        seeds = {eid: specificity(mentions[eid]) for eid in longest_links(grams, hits)}
+                for gram_words in lookups.get(phrase, ()):
+                    hits.setdefault(gram_words, []).append(eid)
+        links = longest_links(grams, hits)
+        seeds = {eid: specificity(mentions[eid]) for eid in links}
+        consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
         if not seeds:
             embedding = await asyncio.to_thread(
                 _embed, self._embedder, query, self._settings.resolve.embedding_dim
@@ -510,11 +605,14 @@ class SearchService:
                 info.setdefault(eid, hit)
                 seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:_MAX_SEEDS]
-        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}
+        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
 
-    async def _graph(self, req: SearchRequest, k: int) -> tuple[Ranked, list[ChunkHit]]:
-        """Link, expand (relations and passages), propagate, rank; see docs/search.md."""
-        seeds = await self._link(req.query)
+    async def _graph(
+        self, req: SearchRequest, k: int, link_text: str
+    ) -> tuple[Ranked, list[ChunkHit]]:
+        """Link (``link_text``: the question and its translations), expand (relations and
+        passages), propagate, rank; see docs/search.md."""
+        seeds, consumed = await self._link(link_text)
         if not seeds:
             return Ranked(), []
         expansion, (links, expanded) = await asyncio.gather(
@@ -534,6 +632,11 @@ class SearchService:
             self._passages(list(seeds), req.depth + 1),
         )
         ranked = rank_expansion(seeds, expansion.rows, self._weights)
+        free = [w for i, w in enumerate(words(link_text)) if i not in consumed]
+        boost_asked_types(
+            ranked, asked_types(free, {e.type for e in ranked.entities}),
+            self._search.asked_type_boost,
+        )  # fmt: skip
         # Entities the relations reached: their passages join the graph too (one more hop).
         reached = [e.id for e in ranked.entities if e.id not in expanded][:MAX_HOP_IDS]
         if reached:

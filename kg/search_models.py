@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from kg.instants import AsOf
+from kg.languages import LANGUAGES, LanguageCode
 from kg.models import RELATION_TYPE_RE
 
 MAX_QUERY_CHARS = 2000
@@ -109,12 +110,36 @@ class ChunkHit(BaseModel):
     score: float
 
 
+class TranslatedQuestion(BaseModel):
+    """The question in one language, with the names it mentions as written in that language."""
+
+    language: LanguageCode
+    text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    entities: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=20
+    )
+
+
+class QuestionTranslation(BaseModel):
+    """What the LLM answers when asked to translate a question (kg.translate)."""
+
+    translations: list[TranslatedQuestion] = Field(min_length=1, max_length=len(LANGUAGES))
+
+
 class SearchResponse(BaseModel):
     entities: list[EntityHit]
     relations: list[RelationHit]
     chunks: list[ChunkHit]
     template: str
     took_ms: float
+    translations: list[TranslatedQuestion] = Field(
+        default_factory=list,
+        description="The question as searched in the corpus's other languages "
+        "(search.translate, with an LLM configured).",
+    )
+    translation_error: str | None = Field(
+        None, description="Why translation failed; the search ran on the question alone."
+    )
 
 
 class EntityDetail(BaseModel):

@@ -306,6 +306,19 @@ class SearchSettings(BaseModel):
     link_max_words: int = Field(
         8, ge=1, le=16, description="Longest word n-gram of the question matched to names."
     )
+    translate: bool = Field(
+        False,
+        description="Translate each question into the corpus's other languages through the LLM "
+        "(the `answer` endpoint and budget) before the text, dense and linking signals; "
+        'docs/search.md, "Languages".',
+    )
+    asked_type_boost: float = Field(
+        2.0,
+        ge=1,
+        le=100,
+        description="Graph: score multiplier of reached entities (and their relations) whose "
+        "type the question asks for (`which database ...`, `какую базу данных ...`).",
+    )
     ppr_damping: float = Field(
         0.5,
         gt=0,

@@ -2,7 +2,8 @@
 
 Test fixtures write typed relations directly (faster and clearer than going through ingest);
 the current model also wants each relation's ``predicate``, the ``(:Predicate)`` catalogue and
-the model stamp. This adds exactly those, keeping every id and type as the fixture wrote them.
+the model stamp, and chunks their language label. This adds exactly those, keeping every id and
+type as the fixture wrote them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from neo4j import Driver
 
 from kg.graph.meta import stamp
+from kg.graph.migrate import label_chunk_languages
 
 
 def as_current_model(driver: Driver, database: str) -> None:
@@ -24,4 +26,5 @@ def as_current_model(driver: Driver, database: str) -> None:
         "MERGE (p:Predicate {name: name}) ON CREATE SET p.stored_as = stored, p.promoted = false",
         database_=database,
     )
+    label_chunk_languages(driver, database)
     stamp(driver, database)

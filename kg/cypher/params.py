@@ -22,6 +22,7 @@ from pydantic import (
 
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
+from kg.languages import LANGUAGES, LanguageCode
 from kg.search_models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
 from kg.words import MAX_WORD_CHARS
 
@@ -267,14 +268,28 @@ class ChunksByVectorParams(TemplateParams):
         }
 
 
-class ChunksByTextParams(TemplateParams):
-    """Fulltext (BM25) over chunk text and title. ``text`` is plain text, escaped here."""
+_LuceneText = Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)]
 
-    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)]
+
+class ChunksByTextParams(TemplateParams):
+    """Fulltext (BM25) over chunk text and title in every language's index.
+
+    ``text`` (plain text, escaped here) goes to each index; ``texts`` may give one language
+    its own text instead (a translation, or a transliteration: kg.search). The index names
+    come from :mod:`kg.languages`, never from the caller.
+    """
+
+    text: _LuceneText
+    texts: dict[LanguageCode, _LuceneText] = Field(default_factory=dict)
     k: int = Field(20, ge=1, le=1000)
 
     def cypher_params(self) -> dict[str, Any]:
-        return {"text": escape_lucene(self.text), "k": self.k}
+        queries = []
+        for language in LANGUAGES:
+            text = escape_lucene(self.texts.get(language.code, self.text))
+            if text:
+                queries.append({"language": language.code, "index": language.index, "text": text})
+        return {"queries": queries, "k": self.k, "limit": self.k * len(LANGUAGES)}
 
 
 class EntityLinksParams(TemplateParams):

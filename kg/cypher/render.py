@@ -229,14 +229,27 @@ RELATION_TYPES: LiteralString = (
     "MATCH (p:Predicate)\nRETURN p.name AS type, p.stored_as AS stored_as ORDER BY type LIMIT 10000"
 )
 
-# Text retrieval: Lucene BM25 over each chunk's text and its document's title ($text is escaped).
+# Text retrieval: Lucene BM25 over each chunk's text and its document's title, in every
+# language's index (kg/languages.py), each asked its own (escaped) text; a row says which.
 CHUNKS_BY_TEXT: LiteralString = (
-    "CALL db.index.fulltext.queryNodes('chunk_text', $text, {limit: $k}) YIELD node AS c, score\n"
+    "UNWIND $queries AS q\n"
+    "CALL (q) {\n"
+    "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
+    "  RETURN c, score\n"
+    "}\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+    "RETURN q.language AS language, c.id AS id, c.text AS text, c.index AS chunk_index,\n"
     "       d.id AS document_id, d.path AS document_path, score\n"
     "ORDER BY score DESC\n"
-    "LIMIT $k"
+    "LIMIT $limit"
+)
+
+# Which languages the chunks are in (kg/languages.py labels): counts from the count store.
+CORPUS_LANGUAGES: LiteralString = (
+    "CALL () { MATCH (c:ChunkEn) RETURN count(c) AS en }\n"
+    "CALL () { MATCH (c:ChunkRu) RETURN count(c) AS ru }\n"
+    "RETURN en, ru\n"
+    "LIMIT 1"
 )
 
 # Question linking: each phrase (a quoted n-gram of the question) against names and aliases,

@@ -209,10 +209,18 @@ TEMPLATES: tuple[Template, ...] = (
     Template(
         name="chunks_by_text",
         description="Chunks whose text or document title match the question's words (Lucene "
-        "BM25 over the chunk_text fulltext index), with documents.",
+        "BM25 in each language's fulltext index, chunk_text_en and chunk_text_ru, each "
+        "stemming its language), with documents and the language of the index that found each.",
         params=ChunksByTextParams,
         texts=_one(render.CHUNKS_BY_TEXT),
-        row_cap=1000,
+        row_cap=2000,
+    ),
+    Template(
+        name="corpus_languages",
+        description="How many chunks each language's index holds (en, ru).",
+        params=NoParams,
+        texts=_one(render.CORPUS_LANGUAGES),
+        row_cap=1,
     ),
     Template(
         name="entity_links",

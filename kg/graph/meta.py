@@ -28,7 +28,9 @@ from kg.errors import GraphModelError
 # 3: chunks carry their document's title (fulltext index chunk_text over text and title) and
 #    are embedded by the chunk embedder (WordLlama by default), entities by the entity
 #    embedder; KgMeta records both embedders' identities.
-MODEL_VERSION = 3
+# 4: each chunk is stored in one language (Chunk.language, label ChunkEn or ChunkRu) and searched
+#    in that language's fulltext index (chunk_text_en, chunk_text_ru), which replace chunk_text.
+MODEL_VERSION = 4
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.
 EMBEDDER_INDEXES = {

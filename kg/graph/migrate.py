@@ -15,6 +15,13 @@ Model 2 -> 3:
 2. chunks are re-embedded with the configured chunk embedder (WordLlama by default; model 2
    embedded them with the entity embedder), and both embedders' identities are recorded.
 
+Model 3 -> 4:
+1. every chunk gets its language (``Chunk.language``, :func:`kg.languages.detect` of its text)
+   and that language's label (``ChunkEn``, ``ChunkRu``), which its language's fulltext index
+   covers;
+2. the old single fulltext index ``chunk_text`` is dropped (the schema has already created
+   ``chunk_text_en`` and ``chunk_text_ru``).
+
 On a current graph, ``kg migrate`` re-embeds the chunks or entities whose recorded embedder
 differs from the configured one (the fix :func:`kg.graph.meta.refuse_other_embedders` names).
 Every step is idempotent, so a migration that stops midway can simply be run again.
@@ -31,6 +38,7 @@ from kg.documents import document_id
 from kg.errors import StoreError
 from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp, stamp_embedders
 from kg.graph.writer import GraphWriter
+from kg.languages import BY_CODE, detect
 from kg.models import GENERIC_RELATION_TYPE, is_relation_type
 from kg.resolve.embed import Embedder, embedder_identity
 
@@ -89,6 +97,13 @@ RETURN e.id AS id, coalesce(e.name, '') AS text ORDER BY e.id LIMIT $limit
 _SET_CHUNK_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (c:Chunk {id: row.id}) SET c.embedding = row.embedding
 """
+_SET_CHUNK_LANGUAGES: LiteralString = """
+UNWIND $rows AS row MATCH (c:Chunk {id: row.id})
+SET c.language = row.language
+REMOVE c:ChunkEn:ChunkRu
+SET c:$(row.label)
+"""
+_DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
 _SET_ENTITY_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
 """
@@ -103,6 +118,7 @@ class MigrationReport:
     documents_reset: int = 0
     chunks_reembedded: int = 0
     entities_reembedded: int = 0
+    chunks_labelled: int = 0
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,6 +146,9 @@ def migrate(
     if found is not None and found < 3:
         with driver.session(database=database) as session:
             session.run(_CHUNK_TITLES).consume()  # IN TRANSACTIONS needs an auto-commit run
+    if found is not None and found < 4:
+        report.chunks_labelled = label_chunk_languages(driver, database)
+        driver.execute_query(_DROP_CHUNK_TEXT, database_=database)
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():
@@ -197,6 +216,24 @@ def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> in
             for r, vec in zip(records, vectors, strict=True)
         ]
         driver.execute_query(write, rows=rows, database_=database)
+        total += len(rows)
+        after = records[-1]["id"]
+
+
+def label_chunk_languages(driver: Driver, database: str) -> int:
+    """Give every chunk its language and language label, a page per transaction."""
+    after, total = "", 0
+    while True:
+        records, _, _ = driver.execute_query(
+            _CHUNK_PAGE, after=after, limit=_REEMBED_BATCH, database_=database
+        )
+        if not records:
+            return total
+        rows = []
+        for r in records:
+            language = detect(r["text"])
+            rows.append({"id": r["id"], "language": language, "label": BY_CODE[language].label})
+        driver.execute_query(_SET_CHUNK_LANGUAGES, rows=rows, database_=database)
         total += len(rows)
         after = records[-1]["id"]
 

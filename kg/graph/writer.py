@@ -28,6 +28,7 @@ from typing import Any, LiteralString, TypeVar, cast
 from neo4j import Driver, ManagedTransaction, unit_of_work
 
 from kg.errors import StoreError
+from kg.languages import BY_CODE, LanguageCode
 from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
 
 T = TypeVar("T")
@@ -52,7 +53,10 @@ UNWIND $rows AS row
 MATCH (d:Document {id: row.document_id})
 MERGE (c:Chunk {id: row.id})
 SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256,
-    c.document_id = row.document_id, c.embedding = row.embedding, c.title = row.title
+    c.document_id = row.document_id, c.embedding = row.embedding, c.title = row.title,
+    c.language = row.language
+REMOVE c:ChunkEn:ChunkRu
+SET c:$(row.label)
 MERGE (c)-[:PART_OF]->(d)
 """
 
@@ -224,7 +228,8 @@ class ChunkRow:
     text: str
     sha256: str
     embedding: list[float] | None = None
-    title: str = ""  # the document's title, searched with the text (fulltext index chunk_text)
+    title: str = ""  # the document's title, searched with the text (its language's index)
+    language: LanguageCode = "en"  # kg.languages: which fulltext index holds the chunk
 
 
 @dataclass(frozen=True)
@@ -350,6 +355,8 @@ class GraphWriter:
                 "sha256": c.sha256,
                 "embedding": c.embedding,
                 "title": c.title,
+                "language": c.language,
+                "label": BY_CODE[c.language].label,
             }
             for c in chunks
         ]

@@ -16,7 +16,7 @@ from neo4j import Driver
 from api.app import create_app
 from kg.client import KnowledgeGraph
 from kg.errors import GraphModelError
-from kg.graph.meta import read_embedders, read_model, stamp
+from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings, verified_once_factory
 from tests.clienv import cli_env
@@ -172,7 +172,7 @@ def test_migrate_brings_a_model_2_graph_to_titles_and_chunk_vectors(
         assert (
             graph.search("Who does Alpha call?", mode="vector").chunks[0].text.startswith("# Alpha")
         )
-    assert read_model(clean_graph, db).version == 3
+    assert read_model(clean_graph, db).version == MODEL_VERSION
     records, _, _ = clean_graph.execute_query(
         "MATCH (c:Chunk) RETURN c.title AS title, c.embedding[0] AS first", database_=db
     )

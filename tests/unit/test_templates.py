@@ -40,7 +40,8 @@ PINNED = {
     ("entity_details", "default"): "c7288ccf8f5a4f32",
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
     ("chunks_by_vector", "default"): "708c61a2f3991143",
-    ("chunks_by_text", "default"): "91b9a1d69ba35d04",
+    ("chunks_by_text", "default"): "e4380234a5497730",
+    ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "549e329741caddbe",
     ("passage_hop", "default"): "1c37508c1d826272",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
@@ -73,13 +74,16 @@ def test_entity_by_id_text_verbatim() -> None:
 
 def test_retrieval_templates_verbatim() -> None:
     assert REGISTRY.get("chunks_by_text").texts["default"] == (
-        "CALL db.index.fulltext.queryNodes('chunk_text', $text, {limit: $k})"
-        " YIELD node AS c, score\n"
+        "UNWIND $queries AS q\n"
+        "CALL (q) {\n"
+        "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
+        "  RETURN c, score\n"
+        "}\n"
         "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-        "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
+        "RETURN q.language AS language, c.id AS id, c.text AS text, c.index AS chunk_index,\n"
         "       d.id AS document_id, d.path AS document_path, score\n"
         "ORDER BY score DESC\n"
-        "LIMIT $k"
+        "LIMIT $limit"
     )
     assert REGISTRY.get("passage_hop").texts["default"] == (
         "UNWIND $entity_ids AS eid\n"

@@ -1,0 +1,96 @@
+"""The language contract: detection by script, index weights, stems, asked types, spellings."""
+
+from __future__ import annotations
+
+import pytest
+
+from kg.cypher.params import ChunksByTextParams
+from kg.graph import migrate, writer
+from kg.languages import (
+    LABELS,
+    LANGUAGES,
+    MIN_WEIGHT,
+    detect,
+    index_weights,
+    script_shares,
+    stem,
+    stems,
+)
+from kg.retrieval import asked_types, question_ngrams, spellings
+from kg.words import words
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The payments service writes to Kafka.", "en"),
+        ("Сервис платежей пишет события в топик payments.completed.", "ru"),
+        # Russian prose full of English names is still Russian ...
+        ("Billing Service читает payments.completed из Kafka на k8s-ru-1.", "ru"),
+        # ... and an English page quoting one Russian name stays English.
+        ("The Moscow team calls it сервис in their runbooks and on every dashboard.", "en"),
+        ("2024-10-03 12:00", "en"),
+        ("", "en"),
+    ],
+)
+def test_detect_by_script(text: str, expected: str) -> None:
+    assert detect(text) == expected
+
+
+def test_script_shares_count_letters_only() -> None:
+    assert script_shares("abc где 123 !!") == {"en": 0.5, "ru": 0.5}
+    assert script_shares("1234") == {"en": 0.0, "ru": 0.0}
+
+
+def test_index_weights_follow_the_question_script_with_a_floor() -> None:
+    assert index_weights("Какая база данных?") == {"en": MIN_WEIGHT, "ru": 1.0}
+    assert index_weights("Which database?") == {"en": 1.0, "ru": MIN_WEIGHT}
+    assert index_weights("2024") == {"en": 1.0, "ru": 1.0}
+    mixed = index_weights("Какую базу использует Payments API?")
+    assert 0.3 < mixed["en"] < 0.5 < mixed["ru"]
+
+
+def test_snowball_stems_meet_across_case_forms() -> None:
+    assert stem("платежей") == stem("платежи") == stem("платеж")
+    assert stem("сервисов") == stem("сервис")
+    assert stem("databases") == stem("database")
+    # Different stems do not meet (the issue's own example).
+    assert stem("зависимости") != stem("зависит")
+    assert stems(["базу", "данных"]) == stems(["база", "данные"])
+
+
+def test_asked_types_by_english_and_russian_names() -> None:
+    types = {"Database", "Service", "Team"}
+    assert asked_types(words("Which database does it use?"), types) == {"Database"}
+    assert asked_types(words("Какую базу данных использует"), types) == {"Database"}
+    assert asked_types(words("какая команда владеет"), types) == {"Team"}
+    assert asked_types(words("what happened on Monday"), types) == set()
+    # A type word must be whole: "данных" alone is not "база данных".
+    assert asked_types(words("сколько данных"), types) == set()
+
+
+def test_spellings_add_latin_transliteration_of_cyrillic_ngrams() -> None:
+    grams = question_ngrams("Кто чинил Кафку и Kafka?", 8)
+    found = spellings(grams, 128)
+    assert ("кафку",) in found
+    assert found[("kafku",)] == [("кафку",)]
+    assert ("kafka",) in found  # Latin words are looked up as they are, once
+    assert len(spellings(grams, 3)) == 3
+
+
+def test_every_language_label_is_removed_before_one_is_set() -> None:
+    # The writer and the migration remove every language label before setting the new one.
+    removes = f"REMOVE c:{':'.join(LABELS)}"
+    assert removes in writer._UPSERT_CHUNKS
+    assert removes in migrate._SET_CHUNK_LANGUAGES
+
+
+def test_chunks_by_text_queries_each_language_index_by_its_own_text() -> None:
+    params = ChunksByTextParams(text="платежи OR (x)", texts={"en": "payments"}, k=5)
+    queries = params.cypher_params()["queries"]
+    assert [q["index"] for q in queries] == [lang.index for lang in LANGUAGES]
+    by_language = {q["language"]: q["text"] for q in queries}
+    assert by_language == {"en": "payments", "ru": "платежи or \\(x\\)"}
+    assert params.cypher_params()["limit"] == 5 * len(LANGUAGES)
+    with pytest.raises(ValueError, match="'en' or 'ru'"):
+        ChunksByTextParams(text="x", texts={"de": "y"})  # type: ignore[dict-item]
