@@ -47,6 +47,9 @@ class ScriptedLLM:
     """Threaded loopback server; use as a context manager."""
 
     responder: Callable[[dict[str, Any]], Reply] | None = None
+    #: Optional ``(text, dimensions) -> vector`` for ``/v1/embeddings`` (a scripted multilingual
+    #: model); unset, vectors are hash-derived.
+    embed: Callable[[str, int], list[float]] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     _queue: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -109,7 +112,7 @@ class ScriptedLLM:
                         {"error": {"message": f"scripted {reply.status}", "type": "scripted"}}
                     ).encode()
                 elif self.path.endswith("/embeddings"):
-                    data = json.dumps(_embeddings(request)).encode()
+                    data = json.dumps(_embeddings(request, owner.embed)).encode()
                 else:
                     data = json.dumps(_completion(reply, request)).encode()
                 try:
@@ -168,8 +171,11 @@ def _completion(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
-    """Deterministic pseudo-embeddings: enough to exercise the OpenAI embeddings client."""
+def _embeddings(
+    request: dict[str, Any], embed: Callable[[str, int], list[float]] | None = None
+) -> dict[str, Any]:
+    """Deterministic pseudo-embeddings (enough to exercise the OpenAI embeddings client), or
+    ``embed``'s."""
     import hashlib
 
     inputs = request.get("input") or []
@@ -178,6 +184,9 @@ def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
     dim = int(request.get("dimensions") or 16)
     data = []
     for i, text in enumerate(inputs):
+        if embed is not None:
+            data.append({"object": "embedding", "index": i, "embedding": embed(str(text), dim)})
+            continue
         digest = hashlib.sha256(str(text).lower().encode()).digest()
         vec = [((digest[j % len(digest)] / 255.0) - 0.5) for j in range(dim)]
         data.append({"object": "embedding", "index": i, "embedding": vec})
