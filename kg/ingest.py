@@ -184,6 +184,7 @@ def make_writer(settings: Settings, driver: Driver) -> GraphWriter:
             max_aliases=settings.write.max_aliases,
             max_chunk_ids=settings.write.max_chunk_ids,
             timeout_s=settings.write.timeout_s,
+            max_type_labels=settings.write.max_type_labels,
         ),
     )
 

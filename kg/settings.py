@@ -235,6 +235,13 @@ class WriteSettings(BaseModel):
     max_chunk_ids: int = Field(
         200, ge=1, le=100_000, description="Provenance chunk ids kept per relation."
     )
+    max_type_labels: int = Field(
+        24,
+        ge=0,
+        le=200,
+        description="Entity types that get a label of their own (`:Entity:Service`, for "
+        "Browser's colours), first come first served; other types keep `:Entity` alone.",
+    )
     timeout_s: float = Field(
         120.0, gt=0, le=3600, description="Per-transaction timeout of every write statement."
     )

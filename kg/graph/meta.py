@@ -29,7 +29,8 @@ from kg.errors import GraphModelError
 #    are embedded by the chunk embedder (WordLlama by default), entities by the entity
 #    embedder; KgMeta records both embedders' identities.
 # 4: each chunk is stored in one language (Chunk.language, label ChunkEn or ChunkRu) and searched
-#    in that language's fulltext index (chunk_text_en, chunk_text_ru), which replace chunk_text.
+#    in that language's fulltext index (chunk_text_en, chunk_text_ru), which replace chunk_text;
+#    entities carry their type's label (:Entity:Service) for Browser's colours, within a bound.
 MODEL_VERSION = 4
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.

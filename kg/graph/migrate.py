@@ -20,7 +20,9 @@ Model 3 -> 4:
    and that language's label (``ChunkEn``, ``ChunkRu``), which its language's fulltext index
    covers;
 2. the old single fulltext index ``chunk_text`` is dropped (the schema has already created
-   ``chunk_text_en`` and ``chunk_text_ru``).
+   ``chunk_text_en`` and ``chunk_text_ru``);
+3. entities get their type's label (``:Entity:Service``, :mod:`kg.graph.type_labels`), within
+   ``write.max_type_labels``.
 
 On a current graph, ``kg migrate`` re-embeds the chunks or entities whose recorded embedder
 differs from the configured one (the fix :func:`kg.graph.meta.refuse_other_embedders` names).
@@ -37,6 +39,7 @@ from neo4j import Driver
 from kg.documents import document_id
 from kg.errors import StoreError
 from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp, stamp_embedders
+from kg.graph.type_labels import grant as grant_type_labels
 from kg.graph.writer import GraphWriter
 from kg.languages import BY_CODE, detect
 from kg.models import GENERIC_RELATION_TYPE, is_relation_type
@@ -104,6 +107,12 @@ REMOVE c:ChunkEn:ChunkRu
 SET c:$(row.label)
 """
 _DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
+_ENTITY_TYPES: LiteralString = "MATCH (e:Entity) RETURN DISTINCT e.type AS type LIMIT 100000"
+_SET_TYPE_LABELS: LiteralString = """
+UNWIND $rows AS row
+MATCH (e:Entity) WHERE e.type = row.type
+CALL (e, row) { SET e:$(row.label) } IN TRANSACTIONS OF 10000 ROWS
+"""
 _SET_ENTITY_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
 """
@@ -119,6 +128,7 @@ class MigrationReport:
     chunks_reembedded: int = 0
     entities_reembedded: int = 0
     chunks_labelled: int = 0
+    entities_labelled: int = 0
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -149,6 +159,9 @@ def migrate(
     if found is not None and found < 4:
         report.chunks_labelled = label_chunk_languages(driver, database)
         driver.execute_query(_DROP_CHUNK_TEXT, database_=database)
+        report.entities_labelled = label_entity_types(
+            driver, database, writer.bounds.max_type_labels
+        )
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():
@@ -236,6 +249,18 @@ def label_chunk_languages(driver: Driver, database: str) -> int:
         driver.execute_query(_SET_CHUNK_LANGUAGES, rows=rows, database_=database)
         total += len(rows)
         after = records[-1]["id"]
+
+
+def label_entity_types(driver: Driver, database: str, limit: int) -> int:
+    """Give every entity its type's label where the type has (or now gets) one."""
+    records, _, _ = driver.execute_query(_ENTITY_TYPES, database_=database)
+    labels = grant_type_labels(driver, database, [str(r["type"]) for r in records], limit)
+    if not labels:
+        return 0
+    rows = [{"type": t, "label": label} for t, label in sorted(labels.items())]
+    with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+        summary = session.run(_SET_TYPE_LABELS, rows=rows).consume()
+    return summary.counters.labels_added
 
 
 def _retype(driver: Driver, database: str, rel_type: str) -> int:

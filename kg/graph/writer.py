@@ -28,6 +28,7 @@ from typing import Any, LiteralString, TypeVar, cast
 from neo4j import Driver, ManagedTransaction, unit_of_work
 
 from kg.errors import StoreError
+from kg.graph.type_labels import grant as grant_type_labels
 from kg.languages import BY_CODE, LanguageCode
 from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
 
@@ -77,6 +78,8 @@ ON MATCH SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases 
     e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
                          ELSE e.description END,
     e.embedding = coalesce(row.embedding, e.embedding)
+WITH e, row WHERE row.label IS NOT NULL AND e.type = row.type
+SET e:$(row.label)
 """
 
 _UPSERT_MENTIONS: LiteralString = """
@@ -285,6 +288,7 @@ class Bounds:
     max_alias_chars: int = 300
     max_chunk_ids: int = 200
     timeout_s: float = 120.0
+    max_type_labels: int = 24
 
 
 @dataclass(frozen=True)
@@ -371,11 +375,16 @@ class GraphWriter:
         return counts
 
     def upsert_entities(self, entities: Sequence[EntityRow]) -> WriteCounts:
+        """Merge entities; a new entity also gets its type's label (kg.graph.type_labels)."""
+        labels = grant_type_labels(
+            self.driver, self.database, {e.type for e in entities}, self.bounds.max_type_labels
+        )
         rows = [
             {
                 "id": e.id,
                 "name": e.name,
                 "type": e.type,
+                "label": labels.get(e.type),
                 "description": e.description,
                 "aliases": self._bounded_aliases(e.aliases),
                 "embedding": e.embedding,

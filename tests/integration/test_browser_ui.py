@@ -40,6 +40,7 @@ from tests.apiserver import LiveServer, verified_once_factory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 README_QUERY = "MATCH p = (:Entity {name: 'Checkout Web'})-[*1..3]->() RETURN p"
+CYRILLIC_QUERY = "MATCH (e:Entity) WHERE e.name STARTS WITH 'Команда' RETURN e"
 #: Where to save the screenshot besides the test's tmp dir (scripts/browser-screenshot sets it).
 SCREENSHOT_ENV = "KG_BROWSER_SCREENSHOT"
 TIMEOUT_MS = 30_000
@@ -106,6 +107,11 @@ def _guide_queries() -> list[tuple[str, str]]:
         for query in re.findall(r'<pre class="runnable">(.*?)</pre>', slide, flags=re.S):
             found.append((title, html.unescape(query).strip()))
     return found
+
+
+def _has_rule(selector: str) -> bool:
+    text = (browser_dir() / STYLE_FILE).read_text(encoding="utf-8")
+    return re.search(r"(?m)^" + re.escape(selector) + r"\s*\{", text) is not None
 
 
 def _grass_colour(selector: str) -> str:
@@ -210,9 +216,24 @@ def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
     expected = _read(
         stack.driver,
         "MATCH p = (:Entity {name: 'Checkout Web'})-[*1..3]->() UNWIND nodes(p) AS n "
-        "RETURN DISTINCT n.id AS id, n.name AS name",
+        "RETURN DISTINCT n.id AS id, n.name AS name, n.type AS type, labels(n) AS labels",
     )
     names = {row["name"] for row in expected}
+    cyrillic = {
+        row["name"]
+        for row in _read(
+            stack.driver,
+            "MATCH (e:Entity) WHERE e.name STARTS WITH 'Команда' RETURN e.name AS name",
+        )
+    }
+    # The fill each entity should get: its type's colour when it carries the type's label and
+    # the style has a rule for it, else the Entity colour.
+    fills: dict[str, set[str]] = {}
+    for row in expected:
+        colour = _grass_colour("node.Entity")
+        if row["type"] in row["labels"] and _has_rule(f"node.{row['type']}"):
+            colour = _grass_colour(f"node.{row['type']}")
+        fills.setdefault(row["name"], set()).add(colour)
     ids = {row["id"] for row in expected}
     related = {
         row["predicate"]
@@ -272,6 +293,21 @@ def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
             )
             shot = tmp_path / "browser-example.png"
             frame.screenshot(path=str(shot))
+
+            page.click("#monaco-main-editor")
+            page.keyboard.insert_text(CYRILLIC_QUERY)
+            page.click('[data-testid="editor-Run"]')
+            cyrillic_frame = page.locator(
+                '[data-testid="frame"]', has=page.locator("text=Команда").first
+            ).first
+            cyrillic_frame.locator("svg g.node").first.wait_for()
+            cyrillic_captions = [
+                " ".join(caption.split())
+                for caption in cyrillic_frame.locator("svg g.node").evaluate_all(
+                    """els => els.map(e => Array.from(e.querySelectorAll('text.caption'))
+                                           .map(t => t.textContent.trim()).join(' '))"""
+                )
+            ]
         finally:
             chromium.close()
     elapsed = time.monotonic() - started
@@ -286,7 +322,14 @@ def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
         assert any(
             name == caption or (caption.endswith("…") and name.startswith(stem)) for name in names
         ), f"caption {caption!r} is not an entity's name"
-    assert {n["fill"].upper() for n in nodes} == {_grass_colour("node.Entity")}
+    for node, caption in zip(nodes, captions, strict=True):
+        wanted = {c for name, cs in fills.items() if name.startswith(caption.removesuffix("…"))
+                  for c in cs}  # fmt: skip
+        assert node["fill"].upper() in wanted, (caption, node["fill"], wanted)
+    assert len({n["fill"].upper() for n in nodes}) >= 3, "entities are coloured by type"
+    # Cyrillic names are drawn as they are written.
+    assert cyrillic, "the example has Russian-named entities"
+    assert set(cyrillic_captions) & cyrillic, cyrillic_captions
     assert "RELATED" not in edges, "RELATED edges are captioned by their predicate"
     assert related & set(edges), (related, edges)
     assert shot.stat().st_size > 20_000

@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from neo4j import Driver
 
 from kg.client import KnowledgeGraph
+from kg.errors import GraphModelError
 from kg.graph.driver import open_async_driver
+from kg.graph.meta import MODEL_VERSION, read_model, stamp
 from kg.ingest import ingest
 from kg.resolve import make_embedder
 from kg.search import SearchService
@@ -106,3 +109,63 @@ def test_russian_question_on_the_example_reaches_payments_api_and_postgresql(
     top = [e.name for e in response.entities[:5]]
     assert top[0] == "Payments API", top
     assert any(name.startswith("PostgreSQL") for name in top), top
+
+
+def test_entities_get_a_bounded_label_per_type(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    bounded = settings.model_copy(
+        update={"write": settings.write.model_copy(update={"max_type_labels": 3})}
+    )
+    ingest(bounded, clean_graph, EXAMPLE, triplets=TRIPLETS)
+    db = settings.neo4j.database
+    records, _, _ = clean_graph.execute_query(
+        "MATCH (e:Entity) RETURN e.type AS type, [l IN labels(e) WHERE l <> 'Entity'] AS extra",
+        database_=db,
+    )
+    extra = {label for r in records for label in r["extra"]}
+    assert len(extra) == 3  # the bound holds: the example has ten types
+    for r in records:
+        assert r["extra"] in ([], [r["type"]])  # a type's own label, or none
+    granted, _, _ = clean_graph.execute_query(
+        "MATCH (m:KgMeta) RETURN m.type_labels AS labels", database_=db
+    )
+    assert set(granted[0]["labels"]) == extra
+
+
+def test_migrate_brings_a_model_3_graph_to_languages_and_type_labels(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    db = settings.neo4j.database
+    (tmp_path / "ru.md").write_text("# Платежи\n\nВсе платежи проходят через сервис.\n")
+    (tmp_path / "en.md").write_text("# Payments\n\nEvery payment goes through one service.\n")
+    offline = _offline(settings)
+    with KnowledgeGraph(offline) as graph:
+        graph.ingest(tmp_path, graph="metadata")
+    # Make it look like model 3: no languages, one chunk_text index, no type labels.
+    clean_graph.execute_query(
+        "MATCH (c:Chunk) REMOVE c:ChunkEn:ChunkRu, c.language "
+        "WITH count(*) AS n MATCH (e:Entity) REMOVE e:Topic "
+        "WITH count(*) AS n MATCH (m:KgMeta) REMOVE m.type_labels",
+        database_=db,
+    )
+    clean_graph.execute_query(
+        "CREATE FULLTEXT INDEX chunk_text IF NOT EXISTS FOR (c:Chunk) ON EACH [c.text, c.title]",
+        database_=db,
+    )
+    stamp(clean_graph, db, 3)
+    with KnowledgeGraph(offline) as graph:
+        with pytest.raises(GraphModelError, match="kg migrate"):
+            graph.check_model()
+        report = graph.migrate()
+        assert report.from_version == 3
+        assert report.chunks_labelled == 2
+        assert report.entities_labelled >= 2
+        assert graph.search("платежей", mode="text").chunks[0].document_path == "ru.md"
+    assert read_model(clean_graph, db).version == MODEL_VERSION
+    records, _, _ = clean_graph.execute_query("SHOW FULLTEXT INDEXES YIELD name", database_=db)
+    assert "chunk_text" not in {r["name"] for r in records}
+    records, _, _ = clean_graph.execute_query(
+        "MATCH (e:Entity) RETURN e.name AS name, labels(e) AS labels", database_=db
+    )
+    assert all("Topic" in r["labels"] for r in records if r["name"] in ("Payments", "Платежи"))

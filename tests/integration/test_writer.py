@@ -59,8 +59,9 @@ def test_writes_are_idempotent(writer: GraphWriter, clean_graph: Driver) -> None
     first = snapshot(clean_graph)
     seed(writer)
     assert snapshot(clean_graph) == first
-    # 2 docs + 3 chunks + 4 entities + 2 predicates; 3 PART_OF + 1 NEXT + 7 MENTIONS + 3 facts
-    assert counts(clean_graph) == (11, 14)
+    # 2 docs + 3 chunks + 4 entities + 2 predicates + the stamp (KgMeta, which records the
+    # granted type labels); 3 PART_OF + 1 NEXT + 7 MENTIONS + 3 facts
+    assert counts(clean_graph) == (12, 14)
 
 
 def test_duplicate_facts_fold_into_one_edge_with_provenance(
@@ -140,7 +141,7 @@ def test_hostile_predicates_stay_data(writer: GraphWriter, clean_graph: Driver) 
     assert _types(clean_graph) - types_before <= {"RELATED"}
     stored = _stored(clean_graph)
     assert all(stored[p] == "RELATED" for p in bad)
-    assert counts(clean_graph)[0] == 11 + len(bad)  # nothing deleted; one Predicate node each
+    assert counts(clean_graph)[0] == 12 + len(bad)  # nothing deleted; one Predicate node each
 
 
 def test_structural_names_never_become_fact_types(writer: GraphWriter, clean_graph: Driver) -> None:
