@@ -13,6 +13,8 @@ No I/O here: :mod:`kg.search` reads through guarded templates and calls these.
   seeds; a chunk scores the share of walks that end on it, so a passage two mentions away
   from two seeds outranks one next to a single weak seed.
 - :func:`fuse`: weighted reciprocal rank fusion of several chunk rankings.
+- :func:`cognate_stems`: a Russian question's words transliterated and stripped of their case
+  ending, for fuzzy matching against English text (``Теслы`` -> ``tesl``~1 meets ``Tesla``).
 - :func:`asked_types`: the entity types a question asks for ("which *database* ...", "какую
   *базу данных* ..."), by stems, in English or by a type's Russian names.
 """
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kg.languages import RUSSIAN_TYPE_NAMES, stems
-from kg.resolve.normalize import transliterate
-from kg.words import MAX_WORD_CHARS, form, words
+from kg.resolve.normalize import strip_ending, transliterate
+from kg.words import MAX_WORD_CHARS, STOP_WORDS, form, words
 
 #: Phrases one question may send to the fulltext index.
 MAX_PHRASES = 128
@@ -180,4 +182,23 @@ def asked_types(question_words: Sequence[str], types: Iterable[str]) -> set[str]
         names = [entity_type, *RUSSIAN_TYPE_NAMES.get(entity_type.casefold(), ())]
         if any(_contains(question, stems(words(name))) for name in names):
             found.add(entity_type)
+    return found
+
+
+def cognate_stems(question: str, limit: int) -> list[str]:
+    """The question's Cyrillic content words, transliterated (the resolver's table) with one
+    Russian case ending stripped, at least 4 letters long: names and loanwords that English
+    text spells within an edit or two (``varshavy`` -> ``varshav``, ``teorii`` -> ``teori``,
+    which the English stemmer made of ``theory``: 1 edit). Measured on XQuAD, fuzzy matching of
+    these doubles the share of Russian questions whose English paragraph is found
+    (docs/search.md, "Languages")."""
+    found: list[str] = []
+    for word in words(question):
+        if word in STOP_WORDS or not any("\u0400" <= c <= "\u04ff" for c in word):
+            continue
+        stem = strip_ending(transliterate(word))
+        if len(stem) >= 4 and stem.isalnum() and stem not in found:
+            found.append(stem[:40])
+        if len(found) >= limit:
+            break
     return found

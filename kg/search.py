@@ -33,6 +33,7 @@ from neo4j import AsyncDriver
 
 from kg.cypher.guard import Guard
 from kg.cypher.lucene import escape_lucene
+from kg.cypher.params import MAX_FUZZY_WORDS
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, KGError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
@@ -43,6 +44,7 @@ from kg.resolve.normalize import transliterate
 from kg.retrieval import (
     MAX_PHRASES,
     asked_types,
+    cognate_stems,
     fuse,
     longest_links,
     personalized_pagerank,
@@ -437,13 +439,18 @@ class SearchService:
         if req.mode in ("graph", "hybrid"):
             steps["graph"] = self._graph(req, n, "\n".join([req.query, *texts.values()]))
         done = await _all(steps)
-        ranked, chunks = done.get("graph", (Ranked(), []))
+        ranked, chunks, named = done.get("graph", (Ranked(), [], False))
         if req.mode in ("text", "vector"):
             chunks = done[req.mode]
         elif req.mode == "hybrid":
+            weights = dict(self._search.fusion_weights)
+            if not named:
+                # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points
+                # of R@5 on XQuAD (docs/search.md, "Languages").
+                weights["graph"] = weights.get("graph", 0.0) * self._search.unlinked_graph_weight
             chunks = fuse_chunks(
                 {"text": done["text"], "vector": done["vector"], "graph": chunks},
-                self._search.fusion_weights,
+                weights,
                 self._search.fusion_k,
             )
         return SearchResponse(
@@ -539,17 +546,22 @@ class SearchService:
         """Lucene BM25 over chunk text and document title in each language's index, the
         rankings fused by how much of the question each language's script holds
         (:func:`kg.languages.index_weights`). ``texts`` gives a language its own text (a
-        translation); without one, an index whose script the question lacks gets the question
-        transliterated as well, so ``Тесла`` meets ``Tesla``."""
+        translation); without one, the English index gets a Russian question transliterated as
+        well, and its transliterated stems as fuzzy terms (:func:`kg.retrieval.cognate_stems`),
+        so ``Теслы`` meets ``Tesla``."""
         if not escape_lucene(query):
             return []
         texts = dict(texts or {})
         weights = index_weights(query)
         for code in texts:
             weights[code] = 1.0
+        fuzzy: dict[str, list[str]] = {}
         if "en" not in texts and weights["ru"] > weights["en"]:
             texts["en"] = f"{query} {transliterate(query.casefold())}"
-        result = await self.guard.run("chunks_by_text", {"text": query, "texts": texts, "k": k})
+            fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
+        result = await self.guard.run(
+            "chunks_by_text", {"text": query, "texts": texts, "fuzzy": fuzzy, "k": k}
+        )
         by_language: dict[str, list[ChunkHit]] = {}
         for row in result.rows:
             by_language.setdefault(str(row["language"]), []).append(vector_chunks([row])[0])
@@ -569,13 +581,13 @@ class SearchService:
 
     async def _link(
         self, query: str
-    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int]]:
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], bool]:
         """Seeds: entities the question names (longest n-gram matches), each weighted by its
         specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
         ``Kafka``); only when it names none, the fuzzy candidates of the entity vector and
         fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
         points of R@5, docs/search.md). Also returns the positions of the question's words
-        that the links consumed."""
+        that the links consumed, and whether the question named an entity at all."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows: list[dict[str, Any]] = []
@@ -597,6 +609,7 @@ class SearchService:
         links = longest_links(grams, hits)
         seeds = {eid: specificity(mentions[eid]) for eid in links}
         consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
+        named = bool(seeds)
         if not seeds:
             embedding = await asyncio.to_thread(
                 _embed, self._embedder, query, self._settings.resolve.embedding_dim
@@ -605,16 +618,17 @@ class SearchService:
                 info.setdefault(eid, hit)
                 seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:_MAX_SEEDS]
-        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
+        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed, named
 
     async def _graph(
         self, req: SearchRequest, k: int, link_text: str
-    ) -> tuple[Ranked, list[ChunkHit]]:
+    ) -> tuple[Ranked, list[ChunkHit], bool]:
         """Link (``link_text``: the question and its translations), expand (relations and
-        passages), propagate, rank; see docs/search.md."""
-        seeds, consumed = await self._link(link_text)
+        passages), propagate, rank; see docs/search.md. The flag says whether the question
+        named an entity (else the seeds are fuzzy candidates)."""
+        seeds, consumed, named = await self._link(link_text)
         if not seeds:
-            return Ranked(), []
+            return Ranked(), [], named
         expansion, (links, expanded) = await asyncio.gather(
             self.guard.run(
                 "seed_expansion",
@@ -665,7 +679,7 @@ class SearchService:
         ranked.entities = [
             e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
         ]
-        return ranked, graph_chunks(best, evidence)
+        return ranked, graph_chunks(best, evidence), named
 
     async def _passages(
         self, entity_ids: list[str], depth: int

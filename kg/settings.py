@@ -294,6 +294,13 @@ class SearchSettings(BaseModel):
         description="`hybrid`: weight of each signal's ranking in reciprocal rank fusion "
         "(keys `text`, `vector`, `graph`; a missing key weighs 0).",
     )
+    unlinked_graph_weight: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="`hybrid`: the graph signal's fusion weight is multiplied by this when the "
+        "question names no entity (its seeds are only the entity indexes' fuzzy candidates).",
+    )
     fusion_k: int = Field(
         60, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
     )

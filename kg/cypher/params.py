@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    field_validator,
 )
 
 from kg.cypher.lucene import escape_lucene
@@ -269,6 +270,9 @@ class ChunksByVectorParams(TemplateParams):
 
 
 _LuceneText = Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)]
+#: Fuzzy terms are costly (each expands to up to 50 index terms): few, and plain words only.
+MAX_FUZZY_WORDS = 32
+_FuzzyWord = Annotated[str, StringConstraints(min_length=4, max_length=40, pattern=r"^\w+$")]
 
 
 class ChunksByTextParams(TemplateParams):
@@ -281,12 +285,29 @@ class ChunksByTextParams(TemplateParams):
 
     text: _LuceneText
     texts: dict[LanguageCode, _LuceneText] = Field(default_factory=dict)
+    fuzzy: dict[LanguageCode, list[_FuzzyWord]] = Field(
+        default_factory=dict,
+        description="Words a language's index also matches within 1 edit (2 from 7 letters): "
+        "a Russian question's transliterated stems against English text (kg.search).",
+    )
     k: int = Field(20, ge=1, le=1000)
+
+    @field_validator("fuzzy")
+    @classmethod
+    def _few_fuzzy_words(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        if any(len(words) > MAX_FUZZY_WORDS for words in value.values()):
+            raise ValueError(f"at most {MAX_FUZZY_WORDS} fuzzy words per language")
+        return value
 
     def cypher_params(self) -> dict[str, Any]:
         queries = []
         for language in LANGUAGES:
             text = escape_lucene(self.texts.get(language.code, self.text))
+            fuzzy = [
+                f"{escape_lucene(w)}~{1 if len(w) < 7 else 2}"
+                for w in self.fuzzy.get(language.code, [])
+            ]
+            text = " ".join([text, *fuzzy]).strip()
             if text:
                 queries.append({"language": language.code, "index": language.index, "text": text})
         return {"queries": queries, "k": self.k, "limit": self.k * len(LANGUAGES)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kg.cypher.params import ChunksByTextParams
+from kg.cypher.params import MAX_FUZZY_WORDS, ChunksByTextParams
 from kg.graph import migrate, writer
 from kg.languages import (
     LABELS,
@@ -16,7 +16,7 @@ from kg.languages import (
     stem,
     stems,
 )
-from kg.retrieval import asked_types, question_ngrams, spellings
+from kg.retrieval import asked_types, cognate_stems, question_ngrams, spellings
 from kg.words import words
 
 
@@ -94,3 +94,18 @@ def test_chunks_by_text_queries_each_language_index_by_its_own_text() -> None:
     assert params.cypher_params()["limit"] == 5 * len(LANGUAGES)
     with pytest.raises(ValueError, match="'en' or 'ru'"):
         ChunksByTextParams(text="x", texts={"de": "y"})  # type: ignore[dict-item]
+
+
+def test_cognate_stems_are_transliterated_content_words_without_case_endings() -> None:
+    stems_ = cognate_stems("В каком году Тесла переехал в Варшаву и изучал теорию? 1884 Kafka", 32)
+    assert stems_ == ["tesl", "pereekhal", "varshav", "izuchal", "teori"]
+    assert len(cognate_stems(" ".join(f"слово{i}" for i in range(100)), 5)) == 5
+
+
+def test_fuzzy_words_are_rendered_by_the_model_never_taken_as_syntax() -> None:
+    params = ChunksByTextParams(text="Тесла", fuzzy={"en": ["tesl", "varshavyanin"]})
+    en = params.cypher_params()["queries"][0]
+    assert en["text"] == "Тесла tesl~1 varshavyanin~2"
+    for bad in (["te~2"], ["a b c"], ["x"], ["w" * 41], ["tesl"] * (MAX_FUZZY_WORDS + 1)):
+        with pytest.raises(ValueError, match="fuzzy"):
+            ChunksByTextParams(text="x", fuzzy={"en": bad})
