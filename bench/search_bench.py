@@ -37,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kg.cypher.params import SeedExpansionParams
 from kg.graph.driver import open_async_driver, open_driver
+from kg.graph.meta import ensure_current
 from kg.graph.schema import apply_schema
 from kg.resolve import make_embedder
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search import SearchService
 from kg.search_models import SearchRequest
 from kg.settings import Settings
@@ -90,16 +92,22 @@ def _relations_text(rel_type: LiteralString) -> LiteralString:
 # -- graph generation ------------------------------------------------------------------------
 
 
-def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
+def entity_names(scale: float) -> list[str]:
+    """The generated entities' names, in id order (``e<i>`` is named ``names[i]``)."""
     n = max(100, int(100_000 * scale))
-    r = max(500, int(500_000 * scale))
-    n_chunks = max(20, n // 5)
-    super_deg = max(50, int(20_000 * scale))
-    names = [
+    return [
         f"{ADJECTIVES[i % len(ADJECTIVES)]} {NOUNS[(i // len(ADJECTIVES)) % len(NOUNS)]} {i}"
         for i in range(n)
     ]
+
+
+def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    names = entity_names(scale)
+    n = len(names)
+    r = max(500, int(500_000 * scale))
+    n_chunks = max(20, n // 5)
+    super_deg = max(50, int(20_000 * scale))
     entities = [(f"e{i}", names[i], ENTITY_TYPES[i % len(ENTITY_TYPES)]) for i in range(n)]
     hubs = rng.choice(n, size=supernodes, replace=False)
     super_edges = supernodes * super_deg
@@ -141,7 +149,11 @@ def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
 def load_neo4j(driver: Driver, settings: Settings, graph: dict[str, Any]) -> None:
     db = settings.neo4j.database
     embedder = make_embedder(settings.resolve)
+    chunk_embedder = make_chunk_embedder(settings.chunks)
     apply_schema(driver, database=db, dimension=settings.resolve.embedding_dim)
+    # Stamp the empty graph as this kg's model, written by the embedders search will use.
+    identities = {"entity": embedder_identity(embedder), "chunk": embedder_identity(chunk_embedder)}
+    ensure_current(driver, db, embedders=identities)
     entities = graph["entities"]
     for i in range(0, len(entities), BATCH):
         part = entities[i : i + BATCH]
@@ -161,7 +173,7 @@ def load_neo4j(driver: Driver, settings: Settings, graph: dict[str, Any]) -> Non
     for i in range(0, len(chunks), BATCH):
         part = chunks[i : i + BATCH]
         texts = [" and ".join(names[m] for m in c[3]) + " work together." for c in part]
-        vecs = embedder.embed(texts)
+        vecs = chunk_embedder.embed(texts)
         rows = [
             {"id": c[0], "doc": c[1], "index": c[2], "text": t, "mentions": c[3],
              "embedding": v.tolist()}
@@ -299,18 +311,32 @@ def measure_pg(
 # -- servers ----------------------------------------------------------------------------------
 
 
+def _entity_count(driver: Driver, settings: Settings) -> int:
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Entity) RETURN count(e) AS n", database_=settings.neo4j.database
+    )
+    return int(records[0]["n"])
+
+
+def _wipe(driver: Driver, settings: Settings) -> None:
+    driver.execute_query(
+        "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
+        database_=settings.neo4j.database,
+    )
+
+
 @contextmanager
 def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
     uri = args.uri or os.environ.get("NEO4J_URI")
+    if uri and args.reuse:
+        yield Settings(neo4j={"uri": uri})
+        return
     if uri:
         if not args.wipe:
             raise SystemExit("refusing to wipe an existing Neo4j; pass --wipe to allow it")
         settings = Settings(neo4j={"uri": uri})
         with open_driver(settings.neo4j) as drv:
-            drv.execute_query(
-                "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
-                database_=settings.neo4j.database,
-            )
+            _wipe(drv, settings)
         yield settings
         return
     from kg.graph.server import throwaway_server
@@ -332,6 +358,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--uri", default=None, help="an existing Neo4j (else a local one starts)")
     parser.add_argument("--wipe", action="store_true", help="allow wiping the --uri database")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="the --uri database already holds this graph (same --scale, --supernodes, --seed):"
+        " load it only when its entity count differs",
+    )
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     parser.add_argument("--no-pg", action="store_true")
@@ -345,8 +377,13 @@ def main() -> None:
     with neo4j_settings(args) as settings:
         t0 = time.perf_counter()
         with open_driver(settings.neo4j) as drv:
-            load_neo4j(drv, settings, graph)
-        print(f"neo4j loaded in {time.perf_counter() - t0:.1f}s", flush=True)
+            if args.reuse and _entity_count(drv, settings) == len(graph["entities"]):
+                print("neo4j: reusing the loaded graph", flush=True)
+            else:
+                if args.reuse:
+                    _wipe(drv, settings)
+                load_neo4j(drv, settings, graph)
+                print(f"neo4j loaded in {time.perf_counter() - t0:.1f}s", flush=True)
         runs = asyncio.run(measure(settings, graph, args))
     if not args.no_pg:
         from bench.pg_search import load, throwaway_cluster
