@@ -2,17 +2,19 @@
 
 Every run: look the template up by name (:class:`~kg.errors.NotFoundError`), validate the
 parameters with its model (:class:`~kg.errors.QueryRejected` naming the field), check any
-relation-type filter against the types the graph has, then open an explicit transaction on a
-READ session (the server rejects a write in it) with a per-query timeout, read at most the
-template's row cap and report ``truncated``. Driver errors become kg errors:
+relation-type filter against the types the graph has, then run it as an auto-commit
+transaction on a READ session (the server rejects a write in it) with a per-query timeout,
+read at most the template's row cap and report ``truncated``. Driver errors become kg errors:
 
     TransactionTimedOut*             -> QueryTimeout
     ServiceUnavailable, SessionExpired,
     refused connections              -> StoreUnavailable
     any other server or driver error -> StoreError
 
-Explicit transactions (not ``execute_read``) because a guarded read is never retried: a
-timeout must surface at once, and an unreachable server must not cost the retry budget.
+Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
+surface at once, and an unreachable server must not cost the retry budget. Not an explicit
+transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
+ROLLBACK took three (docs/benchmarks.md, "Local search latency").
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
-from neo4j import READ_ACCESS, AsyncDriver, AsyncManagedTransaction, NotificationMinimumSeverity
+from neo4j import (
+    READ_ACCESS,
+    AsyncDriver,
+    AsyncManagedTransaction,
+    NotificationMinimumSeverity,
+    Query,
+)
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -187,23 +195,19 @@ class Guard:
             default_access_mode=READ_ACCESS,
             notifications_min_severity=NotificationMinimumSeverity.OFF,
         ) as session:
-            tx = await session.begin_transaction(
-                metadata={"app": "kg", "template": name}, timeout=budget_s
-            )
-            try:
-                result = await tx.run(text, params)
-                keys = result.keys()
-                rows: list[dict[str, Any]] = []
-                truncated = False
-                async for record in result:
-                    if len(rows) >= row_cap:
-                        truncated = True
-                        break
-                    rows.append({k: plain(v) for k, v in zip(keys, record.values(), strict=True)})
-                return rows, truncated
-            finally:
-                # A read has nothing to commit; closing rolls back and frees the server side.
-                await tx.close()
+            query = Query(text, metadata={"app": "kg", "template": name}, timeout=budget_s)
+            result = await session.run(query, params)
+            keys = result.keys()
+            rows: list[dict[str, Any]] = []
+            truncated = False
+            async for record in result:
+                if len(rows) >= row_cap:
+                    truncated = True
+                    break
+                rows.append({k: plain(v) for k, v in zip(keys, record.values(), strict=True)})
+            # Past the cap, the rest is discarded on the server, never sent.
+            await result.consume()
+            return rows, truncated
 
     # -- relation types -----------------------------------------------------------------------
 
