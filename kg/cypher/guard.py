@@ -52,6 +52,9 @@ from kg.errors import (
 from kg.search_models import TemplateResult
 from kg.settings import Settings
 
+#: The parameter a packed template's text reads: how many rows to pack (the cap + 1).
+READ_ROWS = "read_rows"
+
 # How long past the server-side timeout the client waits before giving up on its own.
 _CLIENT_GRACE_S = 2.0
 
@@ -82,7 +85,11 @@ class Prepared:
     row_cap: int
 
     def cypher_params(self) -> dict[str, Any]:
-        return self.params.cypher_params()
+        params = self.params.cypher_params()
+        if self.template.packed:
+            # One row past the cap, so the guard can tell the result was cut.
+            params[READ_ROWS] = self.row_cap + 1
+        return params
 
 
 @dataclass
@@ -160,7 +167,11 @@ class Guard:
         async with self.admission.slot(cost, self._search.queue_timeout_s, current_client.get()):
             started = time.perf_counter()
             rows, truncated = await self._read(
-                prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
+                prepared.template.name,
+                prepared.text,
+                prepared.cypher_params(),
+                prepared.row_cap,
+                packed=prepared.template.packed,
             )
         return TemplateResult(
             template=prepared.template.name,
@@ -170,12 +181,20 @@ class Guard:
         )
 
     async def _read(
-        self, name: str, text: LiteralString, params: dict[str, Any], row_cap: int
+        self,
+        name: str,
+        text: LiteralString,
+        params: dict[str, Any],
+        row_cap: int,
+        *,
+        packed: bool = False,
     ) -> tuple[list[dict[str, Any]], bool]:
         timeout = self._search.query_timeout_s
         what = f"template {name}"
         try:
             async with asyncio.timeout(timeout + _CLIENT_GRACE_S):
+                if packed:
+                    return await self._read_packed(name, text, params, row_cap, timeout)
                 return await self._read_once(name, text, params, row_cap, timeout)
         except KGError:
             raise
@@ -208,6 +227,19 @@ class Guard:
             # Past the cap, the rest is discarded on the server, never sent.
             await result.consume()
             return rows, truncated
+
+    async def _read_packed(
+        self,
+        name: str,
+        text: LiteralString,
+        params: dict[str, Any],
+        row_cap: int,
+        budget_s: float,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """A packed template's one record, unpacked: its ``rows`` up to the cap."""
+        packed, _ = await self._read_once(name, text, params, 1, budget_s)
+        rows = packed[0]["rows"] if packed else []
+        return rows[:row_cap], len(rows) > row_cap
 
     # -- relation types -----------------------------------------------------------------------
 

@@ -25,12 +25,12 @@ from kg.search import rrf
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
 PINNED = {
-    ("entity_neighborhood", "depth1"): "63a121e18031008b",
-    ("entity_neighborhood", "depth2"): "5ab1c4dbbadddc2c",
-    ("entity_neighborhood", "depth3"): "a3145bfaa538166f",
-    ("seed_expansion", "depth1"): "63a121e18031008b",
-    ("seed_expansion", "depth2"): "5ab1c4dbbadddc2c",
-    ("seed_expansion", "depth3"): "a3145bfaa538166f",
+    ("entity_neighborhood", "depth1"): "a90f6bfcf0c423a1",
+    ("entity_neighborhood", "depth2"): "a15caaf99268c919",
+    ("entity_neighborhood", "depth3"): "344c577f1ba07bae",
+    ("seed_expansion", "depth1"): "a90f6bfcf0c423a1",
+    ("seed_expansion", "depth2"): "a15caaf99268c919",
+    ("seed_expansion", "depth3"): "344c577f1ba07bae",
     ("paths_between", "depth1"): "26b6fa733c29fa9d",
     ("paths_between", "depth2"): "48f4ee847f913f50",
     ("paths_between", "depth3"): "386103bfccf503d9",
@@ -42,7 +42,7 @@ PINNED = {
     ("chunks_by_vector", "default"): "708c61a2f3991143",
     ("chunks_by_text", "default"): "91b9a1d69ba35d04",
     ("entity_links", "default"): "549e329741caddbe",
-    ("passage_hop", "default"): "1c37508c1d826272",
+    ("passage_hop", "default"): "3d34c5991eb4a8c4",
     ("evidence_chunks", "default"): "c94a7d46c9f641be",
     ("relation_types", "default"): "e301900dc3e6b64d",
     ("community_reports", "default"): "a6b32318bbb5ba85",
@@ -95,8 +95,10 @@ def test_retrieval_templates_verbatim() -> None:
         "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
         " AS mentioned\n"
         "}\n"
-        "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
-        "LIMIT $limit"
+        "WITH e, c, mentioned\n"
+        "LIMIT $limit\n"
+        "RETURN collect({entity: e.id, name: e.name, chunk: c.id, title: c.title,"
+        " mentioned: mentioned})[..$read_rows] AS rows"
     )
 
 
@@ -154,8 +156,10 @@ def test_expansion_repeats_one_bounded_hop_per_depth() -> None:
         text = expansion(depth)
         assert text.count("MATCH (f)-[r]-(n:Entity)") == depth
         assert text.count("LIMIT $fanout") == depth
-        assert text.count("[..$frontier_cap]") == depth - 1
-        assert text.rstrip().endswith("hop")
+        assert text.count("LIMIT $frontier_cap") == depth - 1
+        # Early stop: every hop reads nothing once the relations found fill $limit.
+        assert text.count("CASE WHEN found < $limit THEN frontier ELSE [] END") == depth
+        assert text.rstrip().endswith("[..$read_rows] AS rows")
         assert "LIMIT $limit" in text
     for bad in (0, 4, -1):
         with pytest.raises(ValueError, match="depth"):
