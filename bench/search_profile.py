@@ -213,6 +213,40 @@ async def _report(
     print(f"| SearchResponse JSON (model_dump_json) | 1 | {med(dumps):.2f} ms | |")
 
 
+async def cold_start(settings: Settings, args: argparse.Namespace) -> None:
+    """First search after start-up vs a warm one, with and without the plan warm-up."""
+    rng = random.Random(args.seed + 1)
+    names = entity_names(args.scale)
+    db = settings.neo4j.database
+    print("\n## first search after start-up (server plan cache cleared before each)")
+    print("| start-up | start-up time | first search | warm search p50 | first / warm |")
+    print("|---|---|---|---|---|")
+    for warm_up in (False, True, False, True):
+        driver = open_async_driver(settings.neo4j)
+        try:
+            await driver.execute_query("CALL db.clearQueryCaches()", database_=db)
+            service = SearchService(driver, settings, make_embedder(settings.resolve))
+            t0 = time.perf_counter()
+            if warm_up:
+                await service.startup()
+            else:  # what startup() did before the warm-up
+                await service.check_model()
+                await service.guard.verify_read_only()
+            started = (time.perf_counter() - t0) * 1000
+            times = []
+            for _ in range(11):
+                q = f"what does the {rng.choice(names)} depend on?"
+                t0 = time.perf_counter()
+                await service.local_search(SearchRequest(query=q, depth=2))
+                times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            await driver.close()
+        warm = statistics.median(times[1:])
+        label = "EXPLAIN + warm-up" if warm_up else "EXPLAIN only"
+        print(f"| {label} | {started:.0f} ms | {times[0]:.0f} ms | {warm:.1f} ms | "
+              f"{times[0] / warm:.1f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.2)
@@ -221,11 +255,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--depths", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--uri", default=None, help="the database search_bench.py loaded")
+    parser.add_argument(
+        "--cold", action="store_true", help="measure the first search after start-up instead"
+    )
     args = parser.parse_args()
     uri = args.uri or os.environ.get("NEO4J_URI")
     if not uri:
         raise SystemExit("--uri (or NEO4J_URI): a database bench/search_bench.py loaded")
-    asyncio.run(profile(Settings(neo4j={"uri": uri}), args))
+    settings = Settings(neo4j={"uri": uri})
+    if args.cold:
+        asyncio.run(cold_start(settings, args))
+    else:
+        asyncio.run(profile(settings, args))
 
 
 if __name__ == "__main__":

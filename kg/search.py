@@ -318,7 +318,21 @@ class SearchService:
                     f"holds {dim}-d ones ({setting})"
                 )
         await self.check_model()
-        return await self.guard.verify_read_only()
+        found = await self.guard.verify_read_only()
+        await self.warm_up()
+        return found
+
+    async def warm_up(self) -> int:
+        """Plan the search templates for the parameter shapes searches send; how many calls.
+
+        Without it the first search plans each of its templates, 10x slower than the next
+        (docs/benchmarks.md, "First search"). Only EXPLAINs: nothing is read.
+        """
+        calls = _warm_up_calls(self._search, self._settings.resolve.embedding_dim,
+                               self._settings.chunks.embedding_dim)  # fmt: skip
+        for name, params in calls:
+            await self.guard.plan(name, params)
+        return len(calls)
 
     async def check_model(self) -> None:
         """GraphModelError when another graph model or other embedders wrote the graph."""
@@ -622,6 +636,38 @@ class SearchService:
             }
             for row in result.rows
         }
+
+
+# Neo4j caches a plan per list-size bucket (1, 2-10, 11-100 ... measured): one list of each.
+_WARM_SIZES = (1, 10, 100)
+
+
+def _warm_up_calls(
+    search: SearchSettings, entity_dim: int, chunk_dim: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """One call per search template and list-size bucket, with the types searches send."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("entity_seeds", {"embedding": [1.0] * entity_dim, "text": "kg",
+                          "k": search.seeds * _CANDIDATES_PER_SEED}),
+        ("chunks_by_text", {"text": "kg", "k": search.candidates}),
+        ("chunks_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.candidates}),
+    ]  # fmt: skip
+    for size in _WARM_SIZES:
+        ids = [f"kg-warm-up-{i}" for i in range(size)]
+        calls.append(("entity_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
+        calls += [
+            ("seed_expansion", {"entity_ids": ids[:_MAX_SEEDS], "depth": depth,
+                                "as_of": datetime.now(UTC), "fanout": search.fanout,
+                                "frontier_cap": search.frontier_cap,
+                                "limit": min(search.expansion_limit, search.row_cap)})
+            for depth in DEPTHS
+        ]  # fmt: skip
+        hop = {"entity_ids": ids, "per_entity": search.passages_per_entity,
+               "per_chunk": search.fanout, "limit": search.row_cap}  # fmt: skip
+        calls.append(("passage_hop", hop))
+        calls.append(("evidence_chunks", {"chunk_ids": ids, "entity_ids": [], "limit": size}))
+        calls.append(("entity_details", {"entity_ids": ids}))
+    return calls
 
 
 def _ms(started: float) -> float:

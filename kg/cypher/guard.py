@@ -298,9 +298,21 @@ class Guard:
                     )
         return found
 
-    async def _explain(self, text: LiteralString) -> str:
+    async def plan(self, name: str, params: Mapping[str, Any] | TemplateParams) -> None:
+        """EXPLAIN one validated call with its parameters: the server plans and caches it.
+
+        Neo4j keys its plan cache on the text and the parameters' types (and, for lists, a
+        size bucket), so an EXPLAIN without parameters leaves the searches' plans cold.
+        """
+        prepared = self.prepare(name, params)
+        try:
+            await self._explain(prepared.text, prepared.cypher_params())
+        except Exception as exc:
+            raise translate(exc, f"EXPLAIN of {name}") from exc
+
+    async def _explain(self, text: LiteralString, params: Mapping[str, Any] | None = None) -> str:
         async def work(tx: AsyncManagedTransaction) -> str:
-            result = await tx.run("EXPLAIN " + text)
+            result = await tx.run("EXPLAIN " + text, dict(params or {}))
             summary = await result.consume()
             return str(summary.query_type)
 
