@@ -11,8 +11,11 @@ What is measured, from one run, all on the same random graph (a few supernodes i
 - ``search``: SearchService.local_search end to end (embed, seeds, expansion, evidence).
 - ``guarded`` vs ``raw``: the seed_expansion template through the guard vs the same text and
   parameters through ``driver.execute_query(routing_=READ)``, interleaved; the ratio is the
-  guard's overhead (validation, explicit read transaction, row cap, conversion).
-- ``postgres``: the same expansion as a recursive CTE (same fanout, no frontier cap).
+  guard's overhead (validation, auto-commit read transaction, row cap, unpacking).
+- ``postgres``: the same expansion, like for like (bench/pg_search.py ``kg_expand``: the same
+  fanout, frontier cap, early stop, ranking and columns); the run checks that it returns the
+  same (hop, weight) rows as the guarded template for each seed set.
+- ``pg-cte``: the old peer, one recursive CTE (same fanout; no frontier cap, no early stop).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -230,6 +233,7 @@ async def measure(
 
             seed_sets = [[rng.choice(entities)[0] for _ in range(5)] for _ in range(args.queries)]
             guarded, raw = [], []
+            shapes: list[list[tuple[int, float]]] = []
             for k, seeds in enumerate(seed_sets):
                 params = SeedExpansionParams(
                     entity_ids=seeds,
@@ -244,7 +248,8 @@ async def measure(
                 for which in order:
                     t0 = time.perf_counter()
                     if which == "g":
-                        await service.guard.run("seed_expansion", params)
+                        result = await service.guard.run("seed_expansion", params)
+                        shapes.append(_shape((r["hop"], r["weight"]) for r in result.rows))
                     else:
                         await driver.execute_query(
                             prepared.text,
@@ -257,6 +262,7 @@ async def measure(
             out[f"guarded/{depth}"] = guarded[args.warmup :]
             out[f"raw/{depth}"] = raw[args.warmup :]
             out[f"seedsets/{depth}"] = seed_sets
+            out[f"shapes/{depth}"] = shapes
         hub_times = []
         for hub in graph["hubs"]:
             params = SeedExpansionParams(entity_ids=[hub], depth=3, as_of=as_of,
@@ -271,8 +277,14 @@ async def measure(
     return out
 
 
+def _shape(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, float]]:
+    """A result as its sorted (hop, weight) pairs: equal for equal results, ties aside."""
+    return sorted((int(hop), round(float(weight), 3)) for hop, weight in rows)
+
+
 def pg_params(seeds: list[str], depth: int, as_of: date, settings: Settings) -> dict[str, Any]:
     return {"seeds": seeds, "depth": depth, "as_of": as_of, "fanout": settings.search.fanout,
+            "frontier_cap": settings.search.frontier_cap,
             "limit": settings.search.expansion_limit}  # fmt: skip
 
 
@@ -288,13 +300,21 @@ def measure_pg(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET statement_timeout = '60s'")
         for depth in (1, 2, 3):
-            times = []
-            for seeds in runs[f"seedsets/{depth}"]:
+            times, cte_times, same = [], [], 0
+            seed_sets = runs[f"seedsets/{depth}"]
+            for k, seeds in enumerate(seed_sets):
                 params = pg_params(seeds, depth, today, settings)
+                # Interleaved, as guarded and raw: the like-for-like function, the old CTE.
                 t0 = time.perf_counter()
-                expand(conn, params)
+                rows = expand(conn, params)
                 times.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                expand(conn, params, cte=True)
+                cte_times.append((time.perf_counter() - t0) * 1000)
+                same += _shape((r[-1], r[7]) for r in rows) == runs[f"shapes/{depth}"][k]
             out[f"postgres/{depth}"] = times
+            out[f"pg-cte/{depth}"] = cte_times
+            out[f"same/{depth}"] = f"{same}/{len(seed_sets)}"
         hub_times = []
         for hub in hubs:
             params = pg_params([hub], 3, today, settings)
@@ -397,7 +417,7 @@ def main() -> None:
     print()
     print(f"{'depth':>5}  {'path':<10} latency")
     for depth in (1, 2, 3):
-        for path in ("search", "guarded", "raw", "postgres"):
+        for path in ("search", "guarded", "raw", "postgres", "pg-cte"):
             key = f"{path}/{depth}"
             if key in runs:
                 print(f"{depth:>5}  {path:<10} {summary(runs[key])}")
@@ -405,8 +425,9 @@ def main() -> None:
         r = statistics.median(runs[f"raw/{depth}"])
         line = f"{depth:>5}  guard overhead (p50 guarded / raw) = {g / r:.3f}"
         if f"postgres/{depth}" in runs:
+            pg = statistics.median(runs[f"postgres/{depth}"])
             line += (
-                f"; postgres / guarded p50 = {statistics.median(runs[f'postgres/{depth}']) / g:.2f}"
+                f"; guarded / postgres p50 = {g / pg:.2f} (same results: {runs[f'same/{depth}']})"
             )
         print(line)
     print(f"supernode seeds, depth 3: neo4j guarded {summary(runs['hubs/3'])}")
