@@ -16,9 +16,9 @@ from kg.cypher.params import DEPTHS
 TYPE_FILTER: LiteralString = "($relation_types IS NULL OR r.predicate IN $relation_types)"
 
 
-def _bound(prop: LiteralString, op: LiteralString) -> LiteralString:
+def _bound(prop: LiteralString, op: LiteralString, var: LiteralString = "r") -> LiteralString:
     """``r.<prop> <op> as-of``, comparing each stored temporal type with a parameter of its type."""
-    value: LiteralString = "r." + prop
+    value: LiteralString = var + "." + prop
     return (
         "(" + value + " IS NULL OR CASE"
         " WHEN " + value + " IS :: DATE THEN " + value + " " + op + " $as_of_date"
@@ -34,6 +34,16 @@ VALID_AT: LiteralString = (
     "($as_of_dt IS NULL OR (" + _bound("validFrom", "<=") + " AND " + _bound("validTo", ">") + "))"
 )
 
+# The same two filters on ``p``, a map of the relation's properties read once.
+_P_TYPE_FILTER: LiteralString = "($relation_types IS NULL OR p.predicate IN $relation_types)"
+_P_VALID_AT: LiteralString = (
+    "($as_of_dt IS NULL OR ("
+    + _bound("validFrom", "<=", "p")
+    + " AND "
+    + _bound("validTo", ">", "p")
+    + "))"
+)
+
 # Early stop: rows come out ordered by hop, so once the relations already found fill $limit,
 # no relation of a later hop can be returned, and the hop reads nothing.
 _HOP_EDGES: LiteralString = (
@@ -46,10 +56,11 @@ _HOP_EDGES: LiteralString = (
     "  CALL (f) {\n"
     # Not (f)-[r:!MENTIONS&...]-: measured, the negated types double the db hits.
     "    MATCH (f)-[r]-(n:Entity)\n"
-    "    WHERE " + TYPE_FILTER + "\n"
-    "      AND " + VALID_AT + "\n"
+    "    WITH r, n, r {.predicate, .validFrom, .validTo, .weight} AS p\n"
+    "    WHERE " + _P_TYPE_FILTER + "\n"
+    "      AND " + _P_VALID_AT + "\n"
     "    RETURN r, n\n"
-    "    ORDER BY coalesce(r.weight, 0.0) DESC\n"
+    "    ORDER BY coalesce(p.weight, 0.0) DESC\n"
     "    LIMIT $fanout\n"
     "  }\n"
 )
