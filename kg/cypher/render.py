@@ -164,9 +164,9 @@ ENTITY_BY_ID: LiteralString = (
 ENTITY_DETAILS: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
     "MATCH (e:Entity {id: eid})\n"
-    "RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,\n"
-    "       e.aliases[..20] AS aliases\n"
-    "LIMIT $limit"
+    "WITH e LIMIT $limit\n"
+    "RETURN collect({id: e.id, name: e.name, type: e.type, description: e.description,\n"
+    "       aliases: e.aliases[..20]})[..$read_rows] AS rows"
 )
 
 ENTITY_SOURCES: LiteralString = (
@@ -245,9 +245,10 @@ EVIDENCE_CHUNKS: LiteralString = (
     "WITH DISTINCT c\n"
     "LIMIT $limit\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
-    "       d.id AS document_id, d.path AS document_path,\n"
-    "       [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50] AS mentions"
+    "RETURN collect({id: c.id, text: c.text, chunk_index: c.index,\n"
+    "       document_id: d.id, document_path: d.path,\n"
+    "       mentions: [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50]})"
+    "[..$read_rows] AS rows"
 )
 
 # The predicates facts use (the writer's catalogue), whatever types store them.

@@ -192,6 +192,7 @@ TEMPLATES: tuple[Template, ...] = (
         params=EntityDetailsParams,
         texts=_one(render.ENTITY_DETAILS),
         row_cap=200,
+        packed=True,
     ),
     Template(
         name="entity_seeds",
@@ -214,6 +215,7 @@ TEMPLATES: tuple[Template, ...] = (
         params=EvidenceChunksParams,
         texts=_one(render.EVIDENCE_CHUNKS),
         row_cap=5000,
+        packed=True,
     ),
     Template(
         name="chunks_by_text",
