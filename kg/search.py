@@ -586,6 +586,15 @@ class SearchService:
         entity's name; the next frontier is the most specific entities the chunks mention."""
         frontier, expanded = entity_ids[:MAX_HOP_IDS], set[str]()
         links: list[tuple[str, str, float]] = []
+        # The same names and titles recur on many rows: each is put in its form once.
+        forms: dict[str, tuple[str, ...] | None] = {}
+
+        def form_of(text: str) -> tuple[str, ...] | None:
+            if text not in forms:
+                forms[text] = form(text)
+            return forms[text]
+
+        about = self._search.about_weight
         for _ in range(depth):
             if not frontier:
                 break
@@ -601,12 +610,11 @@ class SearchService:
             expanded.update(frontier)
             new: dict[str, int] = {}
             for row in result.rows:
-                chunk, title = str(row["chunk"]), form(str(row.get("title") or ""))
-                about = self._search.about_weight
-                name = form(str(row.get("name") or ""))
+                chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
+                name = form_of(str(row.get("name") or ""))
                 links.append((chunk, str(row["entity"]), about if name == title else 1.0))
                 for m in row.get("mentioned") or []:
-                    name = form(str(m.get("name") or ""))
+                    name = form_of(str(m.get("name") or ""))
                     links.append((chunk, str(m["id"]), about if name == title else 1.0))
                     if m["id"] not in expanded:
                         new[str(m["id"])] = int(m.get("mentions") or 0)

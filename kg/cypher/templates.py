@@ -53,6 +53,9 @@ class Template:
     texts: Mapping[str, LiteralString]
     row_cap: int
     packed: bool = False
+    # False: its rows hold no temporal values, so the guard hands them on without a walk
+    # converting temporals (measured: a tenth of a search's CPU on the example graph).
+    temporal: bool = True
 
     def text_for(self, params: TemplateParams) -> LiteralString:
         return self.texts[params.variant()]
@@ -193,6 +196,7 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.ENTITY_DETAILS),
         row_cap=200,
         packed=True,
+        temporal=False,
     ),
     Template(
         name="entity_seeds",
@@ -216,6 +220,7 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.EVIDENCE_CHUNKS),
         row_cap=5000,
         packed=True,
+        temporal=False,
     ),
     Template(
         name="chunks_by_text",
@@ -241,6 +246,7 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.PASSAGE_HOP),
         row_cap=10_000,
         packed=True,
+        temporal=False,
     ),
     Template(
         name="relation_types",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -259,6 +260,22 @@ def test_expansion_stops_reading_once_the_limit_is_filled(
     # Depth 3 limited to one row reads what depth 1 reads; unlimited, it reads much more.
     assert far_hits <= near_hits + 5
     assert full_hits > 2 * far_hits
+
+
+def test_templates_marked_without_temporals_return_plain_json(
+    graph: Driver, settings: Settings
+) -> None:
+    """The guard skips the temporal conversion for them: their rows must already be JSON."""
+    calls = {
+        "passage_hop": {"entity_ids": ["payment", "ledger"]},
+        "evidence_chunks": {"entity_ids": ["payment", "ledger"]},
+        "entity_details": {"entity_ids": ["payment", "ledger"]},
+    }
+    assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
+    for name, params in calls.items():
+        result = with_service(settings, lambda s, n=name, p=params: s.run_template(n, p))
+        assert result.rows, name
+        json.dumps(result.rows)  # a neo4j.time value here would raise TypeError
 
 
 async def _prepared(service: SearchService, params: NeighborhoodParams) -> Prepared:
