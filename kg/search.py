@@ -318,18 +318,25 @@ class SearchService:
                     f"holds {dim}-d ones ({setting})"
                 )
         await self.check_model()
-        found = await self.guard.verify_read_only()
+        samples: dict[str, dict[str, Any]] = {}
+        for name, params in self._warm_up_calls():
+            prepared = self.guard.prepare(name, params)
+            samples.setdefault(prepared.text, prepared.cypher_params())
+        found = await self.guard.verify_read_only(samples)
         await self.warm_up()
         return found
+
+    def _warm_up_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return _warm_up_calls(self._search, self._settings.resolve.embedding_dim,
+                              self._settings.chunks.embedding_dim)  # fmt: skip
 
     async def warm_up(self) -> int:
         """Plan the search templates for the parameter shapes searches send; how many calls.
 
-        Without it the first search plans each of its templates, 10x slower than the next
-        (docs/benchmarks.md, "First search"). Only EXPLAINs: nothing is read.
+        Without it the first search plans each of its templates, 5-10x slower than the next
+        (docs/benchmarks.md, "Local search latency"). Only EXPLAINs: nothing is read.
         """
-        calls = _warm_up_calls(self._search, self._settings.resolve.embedding_dim,
-                               self._settings.chunks.embedding_dim)  # fmt: skip
+        calls = self._warm_up_calls()
         for name, params in calls:
             await self.guard.plan(name, params)
         return len(calls)
