@@ -42,7 +42,7 @@ PINNED = {
     ("chunks_by_vector", "default"): "708c61a2f3991143",
     ("chunks_by_text", "default"): "91b9a1d69ba35d04",
     ("entity_links", "default"): "549e329741caddbe",
-    ("passage_hop", "default"): "3d34c5991eb4a8c4",
+    ("passage_hop", "default"): "1d34a346c02e00be",
     ("evidence_chunks", "default"): "fe107e6f4a9f2adf",
     ("relation_types", "default"): "e301900dc3e6b64d",
     ("community_reports", "default"): "a6b32318bbb5ba85",
@@ -89,16 +89,24 @@ def test_retrieval_templates_verbatim() -> None:
         "  RETURN c\n"
         "  LIMIT $per_entity\n"
         "}\n"
-        "CALL (c) {\n"
-        "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
-        "  WITH m LIMIT $per_chunk\n"
-        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
-        " AS mentioned\n"
-        "}\n"
-        "WITH e, c, mentioned\n"
+        "WITH e, c\n"
         "LIMIT $limit\n"
-        "RETURN collect({entity: e.id, name: e.name, chunk: c.id, title: c.title,"
-        " mentioned: mentioned})[..$read_rows] AS rows"
+        "WITH collect({e: e, c: c}) AS pairs\n"
+        "CALL (pairs) {\n"
+        "  UNWIND pairs AS pair\n"
+        "  WITH DISTINCT pair.c AS c\n"
+        "  CALL (c) {\n"
+        "    MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+        "    WITH m LIMIT $per_chunk\n"
+        "    RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+        " AS mentioned\n"
+        "  }\n"
+        "  RETURN collect({c: c, mentioned: mentioned}) AS chunks\n"
+        "}\n"
+        "RETURN [pair IN pairs | {entity: pair.e.id, name: pair.e.name, chunk: pair.c.id,"
+        " title: pair.c.title,\n"
+        "        mentioned: [x IN chunks WHERE x.c = pair.c | x.mentioned][0]}]"
+        "[..$read_rows] AS rows"
     )
 
 
