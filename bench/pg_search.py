@@ -21,20 +21,25 @@ from typing import Any
 
 SCHEMA = """
 CREATE UNLOGGED TABLE entity (id text PRIMARY KEY, name text NOT NULL, type text NOT NULL);
+CREATE UNLOGGED TABLE rel (
+    rid integer PRIMARY KEY, src text NOT NULL, dst text NOT NULL, rel_type text NOT NULL,
+    weight real NOT NULL, valid_from date, valid_to date
+);
 CREATE UNLOGGED TABLE adj (
-    node text NOT NULL, nbr text NOT NULL, rel_type text NOT NULL, weight real NOT NULL,
-    valid_from date, valid_to date
+    node text NOT NULL, nbr text NOT NULL, rid integer NOT NULL, rel_type text NOT NULL,
+    weight real NOT NULL, valid_from date, valid_to date
 );
 """
 INDEXES = """
 CREATE INDEX adj_node_weight ON adj (node, weight DESC);
-ANALYZE entity; ANALYZE adj;
+ANALYZE entity; ANALYZE rel; ANALYZE adj;
 """
 
-# Breadth-first expansion, both directions (adj holds each relation twice), the same
-# per-node fanout as the Neo4j template (LATERAL ... LIMIT), validity at as_of. A recursive
-# CTE cannot cap a hop's frontier (no LIMIT or aggregate per iteration), so it has none.
-EXPAND = """
+# The old peer: breadth-first expansion as one recursive CTE, both directions (adj holds each
+# relation twice), the same per-node fanout (LATERAL ... LIMIT) and validity at as_of. A
+# recursive CTE cannot cap a hop's frontier (no LIMIT or aggregate per iteration) nor stop
+# early, so it has neither, and it returns 5 scalar columns: not like for like.
+EXPAND_CTE = """
 WITH RECURSIVE walk(node, hop) AS (
     SELECT s, 0 FROM unnest(%(seeds)s::text[]) AS s
   UNION
@@ -62,6 +67,77 @@ CROSS JOIN LATERAL (
     LIMIT %(fanout)s
 ) e
 ORDER BY hop, e.weight DESC
+LIMIT %(limit)s
+"""
+
+# The like-for-like peer: kg's seed_expansion step for step (kg/cypher/render.py). Per hop:
+# stop when the relations found fill the limit; each frontier node's heaviest valid relations
+# (at most fanout; here an index range scan, where Neo4j reads the node's whole chain); the
+# first frontier_cap unseen neighbours, in frontier order then weight, are the next frontier.
+# Each relation at its first hop; ordered by hop, then weight; the same columns as the template.
+# ROWS 300: at the default estimate (1000) the planner hashes all of rel instead of probing it.
+EXPAND_FUNCTION = """
+CREATE OR REPLACE FUNCTION kg_expand(
+    seeds text[], depth int, as_of date, fanout int, frontier_cap int, lim int
+) RETURNS TABLE (rid integer, hop integer) LANGUAGE plpgsql STABLE ROWS 300 AS $$
+DECLARE
+    frontier text[];
+    seen text[];
+    rels integer[];
+    reached text[];
+    all_rids integer[] := '{}';
+    all_hops integer[] := '{}';
+    found integer;
+BEGIN
+    SELECT array_agg(DISTINCT e.id) INTO frontier FROM entity e WHERE e.id = ANY(seeds);
+    seen := frontier;
+    FOR h IN 1..depth LOOP
+        EXIT WHEN frontier IS NULL;
+        SELECT count(DISTINCT x) INTO found FROM unnest(all_rids) AS x;
+        EXIT WHEN found >= lim;
+        WITH picked AS (
+            SELECT p.rid, p.nbr,
+                   row_number() OVER (ORDER BY f.ord, p.weight DESC) AS rn
+            FROM unnest(frontier) WITH ORDINALITY AS f(node, ord)
+            CROSS JOIN LATERAL (
+                SELECT a.rid, a.nbr, a.weight FROM adj a
+                WHERE a.node = f.node
+                  AND (a.valid_from IS NULL OR a.valid_from <= as_of)
+                  AND (a.valid_to IS NULL OR a.valid_to > as_of)
+                ORDER BY a.weight DESC
+                LIMIT fanout
+            ) p
+        )
+        SELECT (SELECT array_agg(picked.rid) FROM picked),
+               CASE WHEN h < depth THEN (
+                   SELECT array_agg(q.nbr ORDER BY q.first) FROM (
+                       SELECT picked.nbr, min(picked.rn) AS first FROM picked
+                       WHERE NOT picked.nbr = ANY(seen)
+                       GROUP BY picked.nbr ORDER BY first LIMIT frontier_cap
+                   ) q
+               ) END
+        INTO rels, reached;
+        all_rids := all_rids || coalesce(rels, '{}');
+        all_hops := all_hops || array_fill(h, ARRAY[coalesce(cardinality(rels), 0)]);
+        seen := seen || coalesce(reached, '{}');
+        frontier := reached;
+    END LOOP;
+    RETURN QUERY
+        SELECT x.rid, min(x.hop)::integer FROM unnest(all_rids, all_hops) AS x(rid, hop)
+        GROUP BY x.rid;
+END;
+$$;
+"""
+
+EXPAND = """
+SELECT r.rel_type AS type, s.id, s.name, s.type, t.id, t.name, t.type,
+       r.weight, r.valid_from, r.valid_to, x.hop
+FROM kg_expand(%(seeds)s::text[], %(depth)s, %(as_of)s, %(fanout)s, %(frontier_cap)s,
+               %(limit)s) x
+JOIN rel r ON r.rid = x.rid
+JOIN entity s ON s.id = r.src
+JOIN entity t ON t.id = r.dst
+ORDER BY x.hop, r.weight DESC
 LIMIT %(limit)s
 """
 
@@ -152,22 +228,29 @@ def load(
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS entity, adj")
+        conn.execute("DROP TABLE IF EXISTS entity, rel, adj")
         conn.execute(SCHEMA)
         with conn.cursor() as cur:
             with cur.copy("COPY entity (id, name, type) FROM STDIN") as copy:
                 for row in entities:
                     copy.write_row(row)
             with cur.copy(
-                "COPY adj (node, nbr, rel_type, weight, valid_from, valid_to) FROM STDIN"
+                "COPY rel (rid, src, dst, rel_type, weight, valid_from, valid_to) FROM STDIN"
             ) as copy:
-                for s, t, typ, w, vf, vt in relations:
-                    copy.write_row((s, t, typ, w, vf, vt))
-                    copy.write_row((t, s, typ, w, vf, vt))
+                for rid, (s, t, typ, w, vf, vt) in enumerate(relations):
+                    copy.write_row((rid, s, t, typ, w, vf, vt))
+            with cur.copy(
+                "COPY adj (node, nbr, rid, rel_type, weight, valid_from, valid_to) FROM STDIN"
+            ) as copy:
+                for rid, (s, t, typ, w, vf, vt) in enumerate(relations):
+                    copy.write_row((s, t, rid, typ, w, vf, vt))
+                    copy.write_row((t, s, rid, typ, w, vf, vt))
         conn.execute(INDEXES)
+        conn.execute(EXPAND_FUNCTION)
 
 
-def expand(conn: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def expand(conn: Any, params: dict[str, Any], *, cte: bool = False) -> list[tuple[Any, ...]]:
+    """The like-for-like expansion (``cte``: the old recursive CTE) as rows."""
     with conn.cursor() as cur:
-        cur.execute(EXPAND, params)
+        cur.execute(EXPAND_CTE if cte else EXPAND, params)
         return list(cur.fetchall())

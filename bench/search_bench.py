@@ -11,8 +11,11 @@ What is measured, from one run, all on the same random graph (a few supernodes i
 - ``search``: SearchService.local_search end to end (embed, seeds, expansion, evidence).
 - ``guarded`` vs ``raw``: the seed_expansion template through the guard vs the same text and
   parameters through ``driver.execute_query(routing_=READ)``, interleaved; the ratio is the
-  guard's overhead (validation, explicit read transaction, row cap, conversion).
-- ``postgres``: the same expansion as a recursive CTE (same fanout, no frontier cap).
+  guard's overhead (validation, auto-commit read transaction, row cap, unpacking).
+- ``postgres``: the same expansion, like for like (bench/pg_search.py ``kg_expand``: the same
+  fanout, frontier cap, early stop, ranking and columns); the run checks that it returns the
+  same (hop, weight) rows as the guarded template for each seed set.
+- ``pg-cte``: the old peer, one recursive CTE (same fanout; no frontier cap, no early stop).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -37,8 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kg.cypher.params import SeedExpansionParams
 from kg.graph.driver import open_async_driver, open_driver
+from kg.graph.meta import ensure_current
 from kg.graph.schema import apply_schema
 from kg.resolve import make_embedder
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search import SearchService
 from kg.search_models import SearchRequest
 from kg.settings import Settings
@@ -90,16 +95,22 @@ def _relations_text(rel_type: LiteralString) -> LiteralString:
 # -- graph generation ------------------------------------------------------------------------
 
 
-def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
+def entity_names(scale: float) -> list[str]:
+    """The generated entities' names, in id order (``e<i>`` is named ``names[i]``)."""
     n = max(100, int(100_000 * scale))
-    r = max(500, int(500_000 * scale))
-    n_chunks = max(20, n // 5)
-    super_deg = max(50, int(20_000 * scale))
-    names = [
+    return [
         f"{ADJECTIVES[i % len(ADJECTIVES)]} {NOUNS[(i // len(ADJECTIVES)) % len(NOUNS)]} {i}"
         for i in range(n)
     ]
+
+
+def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    names = entity_names(scale)
+    n = len(names)
+    r = max(500, int(500_000 * scale))
+    n_chunks = max(20, n // 5)
+    super_deg = max(50, int(20_000 * scale))
     entities = [(f"e{i}", names[i], ENTITY_TYPES[i % len(ENTITY_TYPES)]) for i in range(n)]
     hubs = rng.choice(n, size=supernodes, replace=False)
     super_edges = supernodes * super_deg
@@ -141,7 +152,11 @@ def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
 def load_neo4j(driver: Driver, settings: Settings, graph: dict[str, Any]) -> None:
     db = settings.neo4j.database
     embedder = make_embedder(settings.resolve)
+    chunk_embedder = make_chunk_embedder(settings.chunks)
     apply_schema(driver, database=db, dimension=settings.resolve.embedding_dim)
+    # Stamp the empty graph as this kg's model, written by the embedders search will use.
+    identities = {"entity": embedder_identity(embedder), "chunk": embedder_identity(chunk_embedder)}
+    ensure_current(driver, db, embedders=identities)
     entities = graph["entities"]
     for i in range(0, len(entities), BATCH):
         part = entities[i : i + BATCH]
@@ -161,7 +176,7 @@ def load_neo4j(driver: Driver, settings: Settings, graph: dict[str, Any]) -> Non
     for i in range(0, len(chunks), BATCH):
         part = chunks[i : i + BATCH]
         texts = [" and ".join(names[m] for m in c[3]) + " work together." for c in part]
-        vecs = embedder.embed(texts)
+        vecs = chunk_embedder.embed(texts)
         rows = [
             {"id": c[0], "doc": c[1], "index": c[2], "text": t, "mentions": c[3],
              "embedding": v.tolist()}
@@ -218,6 +233,7 @@ async def measure(
 
             seed_sets = [[rng.choice(entities)[0] for _ in range(5)] for _ in range(args.queries)]
             guarded, raw = [], []
+            shapes: list[list[tuple[int, float]]] = []
             for k, seeds in enumerate(seed_sets):
                 params = SeedExpansionParams(
                     entity_ids=seeds,
@@ -232,7 +248,8 @@ async def measure(
                 for which in order:
                     t0 = time.perf_counter()
                     if which == "g":
-                        await service.guard.run("seed_expansion", params)
+                        result = await service.guard.run("seed_expansion", params)
+                        shapes.append(_shape((r["hop"], r["weight"]) for r in result.rows))
                     else:
                         await driver.execute_query(
                             prepared.text,
@@ -245,6 +262,7 @@ async def measure(
             out[f"guarded/{depth}"] = guarded[args.warmup :]
             out[f"raw/{depth}"] = raw[args.warmup :]
             out[f"seedsets/{depth}"] = seed_sets
+            out[f"shapes/{depth}"] = shapes
         hub_times = []
         for hub in graph["hubs"]:
             params = SeedExpansionParams(entity_ids=[hub], depth=3, as_of=as_of,
@@ -259,8 +277,14 @@ async def measure(
     return out
 
 
+def _shape(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, float]]:
+    """A result as its sorted (hop, weight) pairs: equal for equal results, ties aside."""
+    return sorted((int(hop), round(float(weight), 3)) for hop, weight in rows)
+
+
 def pg_params(seeds: list[str], depth: int, as_of: date, settings: Settings) -> dict[str, Any]:
     return {"seeds": seeds, "depth": depth, "as_of": as_of, "fanout": settings.search.fanout,
+            "frontier_cap": settings.search.frontier_cap,
             "limit": settings.search.expansion_limit}  # fmt: skip
 
 
@@ -276,13 +300,21 @@ def measure_pg(
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET statement_timeout = '60s'")
         for depth in (1, 2, 3):
-            times = []
-            for seeds in runs[f"seedsets/{depth}"]:
+            times, cte_times, same = [], [], 0
+            seed_sets = runs[f"seedsets/{depth}"]
+            for k, seeds in enumerate(seed_sets):
                 params = pg_params(seeds, depth, today, settings)
+                # Interleaved, as guarded and raw: the like-for-like function, the old CTE.
                 t0 = time.perf_counter()
-                expand(conn, params)
+                rows = expand(conn, params)
                 times.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                expand(conn, params, cte=True)
+                cte_times.append((time.perf_counter() - t0) * 1000)
+                same += _shape((r[-1], r[7]) for r in rows) == runs[f"shapes/{depth}"][k]
             out[f"postgres/{depth}"] = times
+            out[f"pg-cte/{depth}"] = cte_times
+            out[f"same/{depth}"] = f"{same}/{len(seed_sets)}"
         hub_times = []
         for hub in hubs:
             params = pg_params([hub], 3, today, settings)
@@ -299,18 +331,32 @@ def measure_pg(
 # -- servers ----------------------------------------------------------------------------------
 
 
+def _entity_count(driver: Driver, settings: Settings) -> int:
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Entity) RETURN count(e) AS n", database_=settings.neo4j.database
+    )
+    return int(records[0]["n"])
+
+
+def _wipe(driver: Driver, settings: Settings) -> None:
+    driver.execute_query(
+        "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
+        database_=settings.neo4j.database,
+    )
+
+
 @contextmanager
 def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
     uri = args.uri or os.environ.get("NEO4J_URI")
+    if uri and args.reuse:
+        yield Settings(neo4j={"uri": uri})
+        return
     if uri:
         if not args.wipe:
             raise SystemExit("refusing to wipe an existing Neo4j; pass --wipe to allow it")
         settings = Settings(neo4j={"uri": uri})
         with open_driver(settings.neo4j) as drv:
-            drv.execute_query(
-                "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
-                database_=settings.neo4j.database,
-            )
+            _wipe(drv, settings)
         yield settings
         return
     from kg.graph.server import throwaway_server
@@ -332,6 +378,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--uri", default=None, help="an existing Neo4j (else a local one starts)")
     parser.add_argument("--wipe", action="store_true", help="allow wiping the --uri database")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="the --uri database already holds this graph (same --scale, --supernodes, --seed):"
+        " load it only when its entity count differs",
+    )
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     parser.add_argument("--no-pg", action="store_true")
@@ -345,8 +397,13 @@ def main() -> None:
     with neo4j_settings(args) as settings:
         t0 = time.perf_counter()
         with open_driver(settings.neo4j) as drv:
-            load_neo4j(drv, settings, graph)
-        print(f"neo4j loaded in {time.perf_counter() - t0:.1f}s", flush=True)
+            if args.reuse and _entity_count(drv, settings) == len(graph["entities"]):
+                print("neo4j: reusing the loaded graph", flush=True)
+            else:
+                if args.reuse:
+                    _wipe(drv, settings)
+                load_neo4j(drv, settings, graph)
+                print(f"neo4j loaded in {time.perf_counter() - t0:.1f}s", flush=True)
         runs = asyncio.run(measure(settings, graph, args))
     if not args.no_pg:
         from bench.pg_search import load, throwaway_cluster
@@ -360,7 +417,7 @@ def main() -> None:
     print()
     print(f"{'depth':>5}  {'path':<10} latency")
     for depth in (1, 2, 3):
-        for path in ("search", "guarded", "raw", "postgres"):
+        for path in ("search", "guarded", "raw", "postgres", "pg-cte"):
             key = f"{path}/{depth}"
             if key in runs:
                 print(f"{depth:>5}  {path:<10} {summary(runs[key])}")
@@ -368,8 +425,9 @@ def main() -> None:
         r = statistics.median(runs[f"raw/{depth}"])
         line = f"{depth:>5}  guard overhead (p50 guarded / raw) = {g / r:.3f}"
         if f"postgres/{depth}" in runs:
+            pg = statistics.median(runs[f"postgres/{depth}"])
             line += (
-                f"; postgres / guarded p50 = {statistics.median(runs[f'postgres/{depth}']) / g:.2f}"
+                f"; guarded / postgres p50 = {g / pg:.2f} (same results: {runs[f'same/{depth}']})"
             )
         print(line)
     print(f"supernode seeds, depth 3: neo4j guarded {summary(runs['hubs/3'])}")

@@ -356,7 +356,28 @@ class SearchService:
                     f"holds {dim}-d ones ({setting})"
                 )
         await self.check_model()
-        return await self.guard.verify_read_only()
+        samples: dict[str, dict[str, Any]] = {}
+        for name, params in self._warm_up_calls():
+            prepared = self.guard.prepare(name, params)
+            samples.setdefault(prepared.text, prepared.cypher_params())
+        found = await self.guard.verify_read_only(samples)
+        await self.warm_up()
+        return found
+
+    def _warm_up_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return _warm_up_calls(self._search, self._settings.resolve.embedding_dim,
+                              self._settings.chunks.embedding_dim)  # fmt: skip
+
+    async def warm_up(self) -> int:
+        """Plan the search templates for the parameter shapes searches send; how many calls.
+
+        Without it the first search plans each of its templates, 5-10x slower than the next
+        (docs/benchmarks.md, "Local search latency"). Only EXPLAINs: nothing is read.
+        """
+        calls = self._warm_up_calls()
+        for name, params in calls:
+            await self.guard.plan(name, params)
+        return len(calls)
 
     async def check_model(self) -> None:
         """GraphModelError when another graph model or other embedders wrote the graph."""
@@ -689,6 +710,15 @@ class SearchService:
         entity's name; the next frontier is the most specific entities the chunks mention."""
         frontier, expanded = entity_ids[:MAX_HOP_IDS], set[str]()
         links: list[tuple[str, str, float]] = []
+        # The same names and titles recur on many rows: each is put in its form once.
+        forms: dict[str, tuple[str, ...] | None] = {}
+
+        def form_of(text: str) -> tuple[str, ...] | None:
+            if text not in forms:
+                forms[text] = form(text)
+            return forms[text]
+
+        about = self._search.about_weight
         for _ in range(depth):
             if not frontier:
                 break
@@ -704,12 +734,11 @@ class SearchService:
             expanded.update(frontier)
             new: dict[str, int] = {}
             for row in result.rows:
-                chunk, title = str(row["chunk"]), form(str(row.get("title") or ""))
-                about = self._search.about_weight
-                name = form(str(row.get("name") or ""))
+                chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
+                name = form_of(str(row.get("name") or ""))
                 links.append((chunk, str(row["entity"]), about if name == title else 1.0))
                 for m in row.get("mentioned") or []:
-                    name = form(str(m.get("name") or ""))
+                    name = form_of(str(m.get("name") or ""))
                     links.append((chunk, str(m["id"]), about if name == title else 1.0))
                     if m["id"] not in expanded:
                         new[str(m["id"])] = int(m.get("mentions") or 0)
@@ -739,6 +768,38 @@ class SearchService:
             }
             for row in result.rows
         }
+
+
+# Neo4j caches a plan per list-size bucket (1, 2-10, 11-100 ... measured): one list of each.
+_WARM_SIZES = (1, 10, 100)
+
+
+def _warm_up_calls(
+    search: SearchSettings, entity_dim: int, chunk_dim: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """One call per search template and list-size bucket, with the types searches send."""
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("entity_seeds", {"embedding": [1.0] * entity_dim, "text": "kg",
+                          "k": search.seeds * _CANDIDATES_PER_SEED}),
+        ("chunks_by_text", {"text": "kg", "k": search.candidates}),
+        ("chunks_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.candidates}),
+    ]  # fmt: skip
+    for size in _WARM_SIZES:
+        ids = [f"kg-warm-up-{i}" for i in range(size)]
+        calls.append(("entity_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
+        calls += [
+            ("seed_expansion", {"entity_ids": ids[:_MAX_SEEDS], "depth": depth,
+                                "as_of": datetime.now(UTC), "fanout": search.fanout,
+                                "frontier_cap": search.frontier_cap,
+                                "limit": min(search.expansion_limit, search.row_cap)})
+            for depth in DEPTHS
+        ]  # fmt: skip
+        hop = {"entity_ids": ids, "per_entity": search.passages_per_entity,
+               "per_chunk": search.fanout, "limit": search.row_cap}  # fmt: skip
+        calls.append(("passage_hop", hop))
+        calls.append(("evidence_chunks", {"chunk_ids": ids, "entity_ids": [], "limit": size}))
+        calls.append(("entity_details", {"entity_ids": ids}))
+    return calls
 
 
 def _ms(started: float) -> float:

@@ -2,17 +2,19 @@
 
 Every run: look the template up by name (:class:`~kg.errors.NotFoundError`), validate the
 parameters with its model (:class:`~kg.errors.QueryRejected` naming the field), check any
-relation-type filter against the types the graph has, then open an explicit transaction on a
-READ session (the server rejects a write in it) with a per-query timeout, read at most the
-template's row cap and report ``truncated``. Driver errors become kg errors:
+relation-type filter against the types the graph has, then run it as an auto-commit
+transaction on a READ session (the server rejects a write in it) with a per-query timeout,
+read at most the template's row cap and report ``truncated``. Driver errors become kg errors:
 
     TransactionTimedOut*             -> QueryTimeout
     ServiceUnavailable, SessionExpired,
     refused connections              -> StoreUnavailable
     any other server or driver error -> StoreError
 
-Explicit transactions (not ``execute_read``) because a guarded read is never retried: a
-timeout must surface at once, and an unreachable server must not cost the retry budget.
+Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
+surface at once, and an unreachable server must not cost the retry budget. Not an explicit
+transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
+ROLLBACK took three (docs/benchmarks.md, "Local search latency").
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
-from neo4j import READ_ACCESS, AsyncDriver, AsyncManagedTransaction, NotificationMinimumSeverity
+from neo4j import (
+    READ_ACCESS,
+    AsyncDriver,
+    AsyncManagedTransaction,
+    NotificationMinimumSeverity,
+    Query,
+)
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -44,6 +52,9 @@ from kg.errors import (
 from kg.search_models import TemplateResult
 from kg.settings import Settings
 
+#: The parameter a packed template's text reads: how many rows to pack (the cap + 1).
+READ_ROWS = "read_rows"
+
 # How long past the server-side timeout the client waits before giving up on its own.
 _CLIENT_GRACE_S = 2.0
 
@@ -53,14 +64,21 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def plain(value: Any) -> Any:
     """Neo4j values as JSON-ready Python: temporals become ISO 8601 strings."""
-    if type(value) in _SCALARS:
+    # Scalars are tested inline, not by a call each: a packed result is one deep value, and
+    # a call per leaf was a tenth of a search's CPU on the example graph.
+    scalars = _SCALARS
+    if type(value) in scalars:
         return value
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: v if type(v) in scalars else plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [v if type(v) in scalars else plain(v) for v in value]
     if isinstance(value, Date | DateTime | Time | Duration):
         return value.iso_format()
+    return value
+
+
+def _same(value: Any) -> Any:
     return value
 
 
@@ -74,7 +92,11 @@ class Prepared:
     row_cap: int
 
     def cypher_params(self) -> dict[str, Any]:
-        return self.params.cypher_params()
+        params = self.params.cypher_params()
+        if self.template.packed:
+            # One row past the cap, so the guard can tell the result was cut.
+            params[READ_ROWS] = self.row_cap + 1
+        return params
 
 
 @dataclass
@@ -152,7 +174,12 @@ class Guard:
         async with self.admission.slot(cost, self._search.queue_timeout_s, current_client.get()):
             started = time.perf_counter()
             rows, truncated = await self._read(
-                prepared.template.name, prepared.text, prepared.cypher_params(), prepared.row_cap
+                prepared.template.name,
+                prepared.text,
+                prepared.cypher_params(),
+                prepared.row_cap,
+                packed=prepared.template.packed,
+                temporal=prepared.template.temporal,
             )
         return TemplateResult(
             template=prepared.template.name,
@@ -162,12 +189,23 @@ class Guard:
         )
 
     async def _read(
-        self, name: str, text: LiteralString, params: dict[str, Any], row_cap: int
+        self,
+        name: str,
+        text: LiteralString,
+        params: dict[str, Any],
+        row_cap: int,
+        *,
+        packed: bool = False,
+        temporal: bool = True,
     ) -> tuple[list[dict[str, Any]], bool]:
         timeout = self._search.query_timeout_s
         what = f"template {name}"
         try:
             async with asyncio.timeout(timeout + _CLIENT_GRACE_S):
+                if packed:
+                    return await self._read_packed(
+                        name, text, params, row_cap, timeout, temporal=temporal
+                    )
                 return await self._read_once(name, text, params, row_cap, timeout)
         except KGError:
             raise
@@ -181,29 +219,43 @@ class Guard:
         params: dict[str, Any],
         row_cap: int,
         budget_s: float,
+        *,
+        temporal: bool = True,
     ) -> tuple[list[dict[str, Any]], bool]:
+        convert = plain if temporal else _same
         async with self._driver.session(
             database=self._database,
             default_access_mode=READ_ACCESS,
             notifications_min_severity=NotificationMinimumSeverity.OFF,
         ) as session:
-            tx = await session.begin_transaction(
-                metadata={"app": "kg", "template": name}, timeout=budget_s
-            )
-            try:
-                result = await tx.run(text, params)
-                keys = result.keys()
-                rows: list[dict[str, Any]] = []
-                truncated = False
-                async for record in result:
-                    if len(rows) >= row_cap:
-                        truncated = True
-                        break
-                    rows.append({k: plain(v) for k, v in zip(keys, record.values(), strict=True)})
-                return rows, truncated
-            finally:
-                # A read has nothing to commit; closing rolls back and frees the server side.
-                await tx.close()
+            query = Query(text, metadata={"app": "kg", "template": name}, timeout=budget_s)
+            result = await session.run(query, params)
+            keys = result.keys()
+            rows: list[dict[str, Any]] = []
+            truncated = False
+            async for record in result:
+                if len(rows) >= row_cap:
+                    truncated = True
+                    break
+                rows.append({k: convert(v) for k, v in zip(keys, record.values(), strict=True)})
+            # Past the cap, the rest is discarded on the server, never sent.
+            await result.consume()
+            return rows, truncated
+
+    async def _read_packed(
+        self,
+        name: str,
+        text: LiteralString,
+        params: dict[str, Any],
+        row_cap: int,
+        budget_s: float,
+        *,
+        temporal: bool = True,
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """A packed template's one record, unpacked: its ``rows`` up to the cap."""
+        packed, _ = await self._read_once(name, text, params, 1, budget_s, temporal=temporal)
+        rows = packed[0]["rows"] if packed else []
+        return rows[:row_cap], len(rows) > row_cap
 
     # -- relation types -----------------------------------------------------------------------
 
@@ -242,17 +294,21 @@ class Guard:
 
     # -- start-up checks ----------------------------------------------------------------------
 
-    async def verify_read_only(self) -> dict[str, str]:
+    async def verify_read_only(
+        self, samples: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[str, str]:
         """EXPLAIN every rendered text; ConfigError unless the server calls each one a read.
 
-        Returns ``{"name/variant": query_type}``.
+        ``samples`` maps a text to parameters to EXPLAIN it with: the server then plans it as
+        a search will run it and caches the plan (a parameterless EXPLAIN is planned again on
+        every start, measured at ~150 ms a text). Returns ``{"name/variant": query_type}``.
         """
         found: dict[str, str] = {}
         for template in self.registry:
             for variant, text in template.texts.items():
                 key = f"{template.name}/{variant}"
                 try:
-                    query_type = await self._explain(text)
+                    query_type = await self._explain(text, (samples or {}).get(text))
                 except Exception as exc:
                     raise translate(exc, f"EXPLAIN of {key}") from exc
                 found[key] = query_type
@@ -262,9 +318,21 @@ class Guard:
                     )
         return found
 
-    async def _explain(self, text: LiteralString) -> str:
+    async def plan(self, name: str, params: Mapping[str, Any] | TemplateParams) -> None:
+        """EXPLAIN one validated call with its parameters: the server plans and caches it.
+
+        Neo4j keys its plan cache on the text and the parameters' types (and, for lists, a
+        size bucket), so an EXPLAIN without parameters leaves the searches' plans cold.
+        """
+        prepared = self.prepare(name, params)
+        try:
+            await self._explain(prepared.text, prepared.cypher_params())
+        except Exception as exc:
+            raise translate(exc, f"EXPLAIN of {name}") from exc
+
+    async def _explain(self, text: LiteralString, params: Mapping[str, Any] | None = None) -> str:
         async def work(tx: AsyncManagedTransaction) -> str:
-            result = await tx.run("EXPLAIN " + text)
+            result = await tx.run("EXPLAIN " + text, dict(params or {}))
             summary = await result.consume()
             return str(summary.query_type)
 

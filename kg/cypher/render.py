@@ -16,9 +16,9 @@ from kg.cypher.params import DEPTHS
 TYPE_FILTER: LiteralString = "($relation_types IS NULL OR r.predicate IN $relation_types)"
 
 
-def _bound(prop: LiteralString, op: LiteralString) -> LiteralString:
+def _bound(prop: LiteralString, op: LiteralString, var: LiteralString = "r") -> LiteralString:
     """``r.<prop> <op> as-of``, comparing each stored temporal type with a parameter of its type."""
-    value: LiteralString = "r." + prop
+    value: LiteralString = var + "." + prop
     return (
         "(" + value + " IS NULL OR CASE"
         " WHEN " + value + " IS :: DATE THEN " + value + " " + op + " $as_of_date"
@@ -34,24 +34,48 @@ VALID_AT: LiteralString = (
     "($as_of_dt IS NULL OR (" + _bound("validFrom", "<=") + " AND " + _bound("validTo", ">") + "))"
 )
 
+# The same two filters on ``p``, a map of the relation's properties read once.
+_P_TYPE_FILTER: LiteralString = "($relation_types IS NULL OR p.predicate IN $relation_types)"
+_P_VALID_AT: LiteralString = (
+    "($as_of_dt IS NULL OR ("
+    + _bound("validFrom", "<=", "p")
+    + " AND "
+    + _bound("validTo", ">", "p")
+    + "))"
+)
+
+# Early stop: rows come out ordered by hop, so once the relations already found fill $limit,
+# no relation of a later hop can be returned, and the hop reads nothing.
 _HOP_EDGES: LiteralString = (
-    "CALL (frontier) {\n"
-    "  UNWIND frontier AS f\n"
+    "CALL (edges) {\n"
+    "  UNWIND edges AS e\n"
+    "  RETURN count(DISTINCT e.r) AS found\n"
+    "}\n"
+    "CALL (frontier, found) {\n"
+    "  UNWIND CASE WHEN found < $limit THEN frontier ELSE [] END AS f\n"
     "  CALL (f) {\n"
+    # Not (f)-[r:!MENTIONS&...]-: measured, the negated types double the db hits.
     "    MATCH (f)-[r]-(n:Entity)\n"
-    "    WHERE " + TYPE_FILTER + "\n"
-    "      AND " + VALID_AT + "\n"
+    "    WITH r, n, r {.predicate, .validFrom, .validTo, .weight} AS p\n"
+    "    WHERE " + _P_TYPE_FILTER + "\n"
+    "      AND " + _P_VALID_AT + "\n"
     "    RETURN r, n\n"
-    "    ORDER BY coalesce(r.weight, 0.0) DESC\n"
+    "    ORDER BY coalesce(p.weight, 0.0) DESC\n"
     "    LIMIT $fanout\n"
     "  }\n"
 )
 
-# A middle hop: keep the relations read, and the not-yet-seen nodes (capped) as next frontier.
+# A middle hop: keep the relations read, and the first $frontier_cap not-yet-seen nodes as the
+# next frontier (the scan of reached nodes stops there).
 _HOP: LiteralString = (
     _HOP_EDGES + "  RETURN collect(r) AS rels, collect(DISTINCT n) AS reached\n"
     "}\n"
-    "WITH seen, edges, hop, rels, [x IN reached WHERE NOT x IN seen][..$frontier_cap] AS next\n"
+    "CALL (reached, seen) {\n"
+    "  UNWIND reached AS x\n"
+    "  WITH x WHERE NOT x IN seen\n"
+    "  LIMIT $frontier_cap\n"
+    "  RETURN collect(x) AS next\n"
+    "}\n"
     "WITH seen + next AS seen, next AS frontier,\n"
     "     edges + [x IN rels | {r: x, hop: hop}] AS edges, hop + 1 AS hop\n"
 )
@@ -69,17 +93,19 @@ _EXPANSION_HEAD: LiteralString = (
     "WITH frontier, frontier AS seen, [] AS edges, 1 AS hop\n"
 )
 
+# Packed (see kg.cypher.templates.Template.packed): one record whose ``rows`` list the guard
+# unpacks, at most $read_rows of them.
 _EXPANSION_TAIL: LiteralString = (
     "UNWIND edges AS e\n"
     "WITH e.r AS r, min(e.hop) AS hop\n"
     "ORDER BY hop, coalesce(r.weight, 0.0) DESC\n"
     "LIMIT $limit\n"
     "WITH r, hop, startNode(r) AS s, endNode(r) AS t\n"
-    "RETURN r.predicate AS type, s {.id, .name, .type} AS source,"
-    " t {.id, .name, .type} AS target,\n"
-    "       r.description AS description, r.weight AS weight,\n"
-    "       r.validFrom AS valid_from, r.validTo AS valid_to,\n"
-    "       r.chunk_ids[..10] AS chunk_ids, hop"
+    "RETURN collect({type: r.predicate, source: s {.id, .name, .type},"
+    " target: t {.id, .name, .type},\n"
+    "       description: r.description, weight: r.weight,\n"
+    "       valid_from: r.validFrom, valid_to: r.validTo,\n"
+    "       chunk_ids: r.chunk_ids[..10], hop: hop})[..$read_rows] AS rows"
 )
 
 
@@ -138,9 +164,9 @@ ENTITY_BY_ID: LiteralString = (
 ENTITY_DETAILS: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
     "MATCH (e:Entity {id: eid})\n"
-    "RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,\n"
-    "       e.aliases[..20] AS aliases\n"
-    "LIMIT $limit"
+    "WITH e LIMIT $limit\n"
+    "RETURN collect({id: e.id, name: e.name, type: e.type, description: e.description,\n"
+    "       aliases: e.aliases[..20]})[..$read_rows] AS rows"
 )
 
 ENTITY_SOURCES: LiteralString = (
@@ -219,9 +245,10 @@ EVIDENCE_CHUNKS: LiteralString = (
     "WITH DISTINCT c\n"
     "LIMIT $limit\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
-    "       d.id AS document_id, d.path AS document_path,\n"
-    "       [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50] AS mentions"
+    "RETURN collect({id: c.id, text: c.text, chunk_index: c.index,\n"
+    "       document_id: d.id, document_path: d.path,\n"
+    "       mentions: [(c)-[:MENTIONS]->(m:Entity) WHERE m.id IN $entity_ids | m.id][..50]})"
+    "[..$read_rows] AS rows"
 )
 
 # The predicates facts use (the writer's catalogue), whatever types store them.
@@ -280,12 +307,23 @@ PASSAGE_HOP: LiteralString = (
     "  RETURN c\n"
     "  LIMIT $per_entity\n"
     "}\n"
-    "CALL (c) {\n"
-    "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
-    "  WITH m LIMIT $per_chunk\n"
-    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+    "WITH e, c\n"
+    "LIMIT $limit\n"
+    "WITH collect({e: e, c: c}) AS pairs\n"
+    # A chunk that mentions several frontier entities: its mentions are read once, not per pair.
+    "CALL (pairs) {\n"
+    "  UNWIND pairs AS pair\n"
+    "  WITH DISTINCT pair.c AS c\n"
+    "  CALL (c) {\n"
+    "    MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+    "    WITH m LIMIT $per_chunk\n"
+    "    RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
     " AS mentioned\n"
+    "  }\n"
+    "  RETURN collect({c: c, mentioned: mentioned}) AS chunks\n"
     "}\n"
-    "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
-    "LIMIT $limit"
+    "RETURN [pair IN pairs | {entity: pair.e.id, name: pair.e.name, chunk: pair.c.id,"
+    " title: pair.c.title,\n"
+    "        mentioned: [x IN chunks WHERE x.c = pair.c | x.mentioned][0]}]"
+    "[..$read_rows] AS rows"
 )

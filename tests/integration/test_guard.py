@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
 import pytest
 from neo4j import Driver
 
-from kg.cypher.params import NoParams
+from kg.cypher.guard import Prepared
+from kg.cypher.params import NeighborhoodParams, NoParams
 from kg.cypher.templates import REGISTRY, Template
 from kg.errors import (
     ConfigError,
@@ -231,6 +233,53 @@ def test_rows_past_the_cap_are_not_read_and_marked_truncated(
     )
     assert len(full.rows) > 2
     assert not full.truncated
+
+
+def _db_hits(plan: dict[str, Any]) -> int:
+    return int(plan.get("dbHits", 0)) + sum(_db_hits(c) for c in plan.get("children", []))
+
+
+def test_expansion_stops_reading_once_the_limit_is_filled(
+    graph: Driver, settings: Settings
+) -> None:
+    """Rows come out by hop: once earlier hops fill the limit, later hops read nothing."""
+
+    def profiled(depth: int, limit: int) -> tuple[int, list[Any]]:
+        params = NeighborhoodParams(entity_id="payment", depth=depth, limit=limit)
+        prepared = with_service(settings, lambda s: _prepared(s, params))
+        records, summary, _ = graph.execute_query(
+            "PROFILE " + prepared.text, prepared.cypher_params()
+        )
+        return _db_hits(summary.profile or {}), records[0]["rows"]
+
+    near_hits, near = profiled(1, 1)
+    far_hits, far = profiled(3, 1)
+    full_hits, full = profiled(3, 500)
+    assert far == near
+    assert len(full) > 1
+    # Depth 3 limited to one row reads what depth 1 reads; unlimited, it reads much more.
+    assert far_hits <= near_hits + 5
+    assert full_hits > 2 * far_hits
+
+
+def test_templates_marked_without_temporals_return_plain_json(
+    graph: Driver, settings: Settings
+) -> None:
+    """The guard skips the temporal conversion for them: their rows must already be JSON."""
+    calls = {
+        "passage_hop": {"entity_ids": ["payment", "ledger"]},
+        "evidence_chunks": {"entity_ids": ["payment", "ledger"]},
+        "entity_details": {"entity_ids": ["payment", "ledger"]},
+    }
+    assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
+    for name, params in calls.items():
+        result = with_service(settings, lambda s, n=name, p=params: s.run_template(n, p))
+        assert result.rows, name
+        json.dumps(result.rows)  # a neo4j.time value here would raise TypeError
+
+
+async def _prepared(service: SearchService, params: NeighborhoodParams) -> Prepared:
+    return service.guard.prepare("entity_neighborhood", params)
 
 
 SLOW = Template(

@@ -25,26 +25,26 @@ from kg.search import rrf
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
 PINNED = {
-    ("entity_neighborhood", "depth1"): "63a121e18031008b",
-    ("entity_neighborhood", "depth2"): "5ab1c4dbbadddc2c",
-    ("entity_neighborhood", "depth3"): "a3145bfaa538166f",
-    ("seed_expansion", "depth1"): "63a121e18031008b",
-    ("seed_expansion", "depth2"): "5ab1c4dbbadddc2c",
-    ("seed_expansion", "depth3"): "a3145bfaa538166f",
+    ("entity_neighborhood", "depth1"): "9d4a5997eb223bbc",
+    ("entity_neighborhood", "depth2"): "b3181668546e8ae8",
+    ("entity_neighborhood", "depth3"): "725c474d92228238",
+    ("seed_expansion", "depth1"): "9d4a5997eb223bbc",
+    ("seed_expansion", "depth2"): "b3181668546e8ae8",
+    ("seed_expansion", "depth3"): "725c474d92228238",
     ("paths_between", "depth1"): "26b6fa733c29fa9d",
     ("paths_between", "depth2"): "48f4ee847f913f50",
     ("paths_between", "depth3"): "386103bfccf503d9",
     ("entity_sources", "default"): "3b258d1da16435ce",
     ("relations_valid_at", "default"): "61a05322c2c17101",
     ("entity_by_id", "default"): "aa1503287628c1f6",
-    ("entity_details", "default"): "c7288ccf8f5a4f32",
+    ("entity_details", "default"): "ec3321dc65062963",
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
     ("chunks_by_vector", "default"): "708c61a2f3991143",
     ("chunks_by_text", "default"): "e4380234a5497730",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "549e329741caddbe",
-    ("passage_hop", "default"): "1c37508c1d826272",
-    ("evidence_chunks", "default"): "c94a7d46c9f641be",
+    ("passage_hop", "default"): "1d34a346c02e00be",
+    ("evidence_chunks", "default"): "fe107e6f4a9f2adf",
     ("relation_types", "default"): "e301900dc3e6b64d",
     ("community_reports", "default"): "a6b32318bbb5ba85",
     ("name_links", "default"): "59a9c73fa1d1afe5",
@@ -93,14 +93,24 @@ def test_retrieval_templates_verbatim() -> None:
         "  RETURN c\n"
         "  LIMIT $per_entity\n"
         "}\n"
-        "CALL (c) {\n"
-        "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
-        "  WITH m LIMIT $per_chunk\n"
-        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+        "WITH e, c\n"
+        "LIMIT $limit\n"
+        "WITH collect({e: e, c: c}) AS pairs\n"
+        "CALL (pairs) {\n"
+        "  UNWIND pairs AS pair\n"
+        "  WITH DISTINCT pair.c AS c\n"
+        "  CALL (c) {\n"
+        "    MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+        "    WITH m LIMIT $per_chunk\n"
+        "    RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
         " AS mentioned\n"
+        "  }\n"
+        "  RETURN collect({c: c, mentioned: mentioned}) AS chunks\n"
         "}\n"
-        "RETURN e.id AS entity, e.name AS name, c.id AS chunk, c.title AS title, mentioned\n"
-        "LIMIT $limit"
+        "RETURN [pair IN pairs | {entity: pair.e.id, name: pair.e.name, chunk: pair.c.id,"
+        " title: pair.c.title,\n"
+        "        mentioned: [x IN chunks WHERE x.c = pair.c | x.mentioned][0]}]"
+        "[..$read_rows] AS rows"
     )
 
 
@@ -158,8 +168,10 @@ def test_expansion_repeats_one_bounded_hop_per_depth() -> None:
         text = expansion(depth)
         assert text.count("MATCH (f)-[r]-(n:Entity)") == depth
         assert text.count("LIMIT $fanout") == depth
-        assert text.count("[..$frontier_cap]") == depth - 1
-        assert text.rstrip().endswith("hop")
+        assert text.count("LIMIT $frontier_cap") == depth - 1
+        # Early stop: every hop reads nothing once the relations found fill $limit.
+        assert text.count("CASE WHEN found < $limit THEN frontier ELSE [] END") == depth
+        assert text.rstrip().endswith("[..$read_rows] AS rows")
         assert "LIMIT $limit" in text
     for bad in (0, 4, -1):
         with pytest.raises(ValueError, match="depth"):

@@ -1,0 +1,26 @@
+"""Start-up plans the search templates with the parameter shapes a search sends."""
+
+from __future__ import annotations
+
+from kg.cypher.guard import Guard
+from kg.search import _warm_up_calls
+from kg.settings import Settings
+
+
+def test_warm_up_calls_are_valid_and_cover_every_search_template() -> None:
+    settings = Settings()
+    # Preparing validates against the templates' models and does no I/O (no driver needed).
+    guard = Guard(None, settings)  # type: ignore[arg-type]
+    calls = _warm_up_calls(
+        settings.search, settings.resolve.embedding_dim, settings.chunks.embedding_dim
+    )
+    texts = {(name, guard.prepare(name, params).text) for name, params in calls}
+    expansion = guard.registry.get("seed_expansion")
+    assert {t for n, t in texts if n == "seed_expansion"} == set(expansion.texts.values())
+    assert {n for n, _ in texts} >= {
+        "entity_links", "entity_seeds", "passage_hop", "evidence_chunks", "entity_details",
+        "chunks_by_text", "chunks_by_vector",
+    }  # fmt: skip
+    # Plans are cached per list-size bucket: each list-taking template gets 1, 10 and 100.
+    sizes = {len(p["entity_ids"]) for n, p in calls if n == "passage_hop"}
+    assert sizes == {1, 10, 100}
