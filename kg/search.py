@@ -33,7 +33,7 @@ from neo4j import AsyncDriver
 
 from kg.cypher.guard import Guard
 from kg.cypher.lucene import escape_lucene
-from kg.cypher.params import MAX_FUZZY_WORDS
+from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, KGError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
@@ -572,13 +572,15 @@ class SearchService:
         so ``Теслы`` meets ``Tesla``."""
         if not escape_lucene(query):
             return []
-        texts = dict(texts or {})
+        # A translation with its names, or a question with its transliteration, may outgrow
+        # what the template takes; only the first 64 words are searched anyway.
+        texts = {code: text[:MAX_TEXT_CHARS] for code, text in (texts or {}).items()}
         weights = index_weights(query)
         for code in texts:
             weights[code] = 1.0
         fuzzy: dict[str, list[str]] = {}
         if "en" not in texts and weights["ru"] > weights["en"]:
-            texts["en"] = f"{query} {transliterate(query.casefold())}"
+            texts["en"] = f"{query} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
             fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
         result = await self.guard.run(
             "chunks_by_text", {"text": query, "texts": texts, "fuzzy": fuzzy, "k": k}

@@ -269,7 +269,9 @@ class ChunksByVectorParams(TemplateParams):
         }
 
 
-_LuceneText = Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)]
+#: Longest text one fulltext query takes (only its first 64 words are searched: kg.cypher.lucene).
+MAX_TEXT_CHARS = 4000
+_LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
 #: Fuzzy terms are costly (each expands to up to 50 index terms): few, and plain words only.
 MAX_FUZZY_WORDS = 32
 _FuzzyWord = Annotated[str, StringConstraints(min_length=4, max_length=40, pattern=r"^\w+$")]

@@ -200,3 +200,15 @@ def test_cli_tables_show_russian_questions_and_cyrillic_names(
     assert proc.returncode == 0, proc.stderr
     assert "Команда биллинга" in proc.stdout
     assert "Дмитрий Орлов" in proc.stdout
+
+
+def test_a_longest_russian_question_is_searched_not_refused(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    (tmp_path / "en.md").write_text("# Payments\n\nEvery payment goes through one service.\n")
+    with KnowledgeGraph(_offline(settings)) as graph:
+        graph.ingest(tmp_path, graph="metadata")
+        # 2,000 characters (the request's limit) whose transliteration is twice as long.
+        question = ("щука щавель " * 200)[:2000]
+        for mode in ("text", "hybrid"):
+            assert graph.search(question, mode=mode).chunks is not None
