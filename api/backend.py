@@ -173,8 +173,10 @@ class Backend:
         self.suspect = False
 
     def mark_unavailable(self) -> None:
-        """A request saw Neo4j fail; later requests probe before they wait on the driver."""
+        """A request saw Neo4j fail; later requests probe before they wait on the driver, and
+        /health checks again rather than repeat an answer from before the failure."""
         self.suspect = True
+        self._health = None
 
     async def health(self) -> bool:
         """Whether Neo4j answers, bounded in time; never raises. One answer serves every

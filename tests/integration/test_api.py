@@ -73,7 +73,11 @@ def test_local_search_returns_entities_relations_and_provenance(client: httpx.Cl
     resp = client.post("/search/local", json={"query": "PaymentService", "depth": 2})
     assert resp.status_code == 200, resp.text
     body = resp.json()
-    assert set(body) == {"entities", "relations", "chunks", "template", "took_ms"}
+    assert set(body) == {
+        "entities", "relations", "chunks", "template", "took_ms", "translations",
+        "translation_error",
+    }  # fmt: skip
+    assert body["translations"] == []  # search.translate is off by default
     ids = {e["id"] for e in body["entities"]}
     assert "ent-payments" in ids
     assert any(r["type"] == "DEPENDS_ON" for r in body["relations"])

@@ -214,6 +214,7 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
          {"entity_ids": [HUB, HUB_B], "per_entity": 1000, "per_chunk": 200, "limit": 10_000}),
         ("community_reports", "community_reports", {"level": 0, "limit": 500}),
         ("name_links", "name_links", {"phrases": [HUB_NAME], "limit": 500}),
+        ("corpus_languages", "corpus_languages", {}),
     ]  # fmt: skip
     return calls
 
