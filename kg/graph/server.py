@@ -405,7 +405,8 @@ class LocalNeo4j:
         argfile = Path(name)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(_argfile_quote(password) + "\n")
+                # "--" ends the options: a password starting with "-" is still the password.
+                handle.write("--\n" + _argfile_quote(password) + "\n")
             proc = subprocess.run(  # noqa: S603
                 self.admin_command(java, lib, argfile),
                 capture_output=True,
@@ -445,7 +446,7 @@ class LocalNeo4j:
         from neo4j import GraphDatabase
         from neo4j.exceptions import AuthError
 
-        new = secrets.token_urlsafe(24)
+        new = _new_password()
         _write_private(self.password_file, new + "\n")
         changed = False
         try:
@@ -483,7 +484,7 @@ class LocalNeo4j:
             existing = path.read_text(encoding="utf-8").strip()
             if existing:
                 return existing
-        password = secrets.token_urlsafe(24)
+        password = _new_password()
         _write_private(path, password + "\n")
         return password
 
@@ -576,6 +577,11 @@ def _write_private(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _new_password() -> str:
+    """A random password that no command line can take for an option (no leading ``-``)."""
+    return "kg" + secrets.token_urlsafe(24)
 
 
 def _argfile_quote(value: str) -> str:

@@ -125,6 +125,7 @@ def test_the_generated_password_is_private_and_is_what_kg_uses(started: Started)
     assert path.stat().st_mode & 0o777 == 0o600
     password = path.read_text().strip()
     assert len(password) >= 32
+    assert not password.startswith("-")  # never read as an option by neo4j-admin
     assert neo4j.password.get_secret_value() == password
     with open_driver(neo4j) as driver:
         assert driver.execute_query("RETURN 1 AS one").records[0]["one"] == 1
@@ -232,3 +233,13 @@ def test_a_home_left_with_the_old_default_password_gets_a_random_one(tmp_path: P
             stale.verify_connectivity()
     finally:
         local.stop()
+
+
+def test_a_password_starting_with_a_dash_is_set_not_taken_for_an_option() -> None:
+    # secrets.token_urlsafe() starts with "-" one time in 64: neo4j-admin took such a password
+    # for an unknown option and printed its usage (the server never started).
+    with (
+        throwaway_server(password="-starts-with-a-dash", heap="256m", pagecache="64m") as s,
+        open_driver(s.neo4j) as driver,
+    ):
+        assert driver.execute_query("RETURN 1 AS one").records[0]["one"] == 1
