@@ -52,7 +52,7 @@ RUSSIAN_SHARE = 0.2
 MIN_WEIGHT = 0.1
 
 
-def _is_cyrillic(char: str) -> bool:
+def is_cyrillic(char: str) -> bool:
     return "\u0400" <= char <= "\u04ff"
 
 
@@ -62,7 +62,7 @@ def script_shares(text: str) -> dict[LanguageCode, float]:
     for char in text:
         if not char.isalpha():
             continue
-        if _is_cyrillic(char):
+        if is_cyrillic(char):
             cyrillic += 1
         else:
             latin += 1
@@ -96,7 +96,7 @@ def stem(word: str) -> str:
     """The Snowball stem of one casefolded word, by its script: ``платежей`` -> ``платеж``,
     ``databases`` -> ``databas``. The same stemmers as Lucene's analyzers, so what the fulltext
     index would match, linking matches too."""
-    code: LanguageCode = "ru" if any(_is_cyrillic(c) for c in word) else "en"
+    code: LanguageCode = "ru" if any(is_cyrillic(c) for c in word) else "en"
     return str(_stemmer(code).stemWord(word))
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kg.languages import RUSSIAN_TYPE_NAMES, stems
+from kg.languages import RUSSIAN_TYPE_NAMES, is_cyrillic, stems
 from kg.resolve.normalize import strip_ending, transliterate
 from kg.words import MAX_WORD_CHARS, STOP_WORDS, form, words
 
@@ -194,7 +194,7 @@ def cognate_stems(question: str, limit: int) -> list[str]:
     (docs/search.md, "Languages")."""
     found: list[str] = []
     for word in words(question):
-        if word in STOP_WORDS or not any("\u0400" <= c <= "\u04ff" for c in word):
+        if word in STOP_WORDS or not any(is_cyrillic(c) for c in word):
             continue
         stem = strip_ending(transliterate(word))
         if len(stem) >= 4 and stem.isalnum() and stem not in found:

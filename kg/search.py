@@ -586,8 +586,8 @@ class SearchService:
             "chunks_by_text", {"text": query, "texts": texts, "fuzzy": fuzzy, "k": k}
         )
         by_language: dict[str, list[ChunkHit]] = {}
-        for row in result.rows:
-            by_language.setdefault(str(row["language"]), []).append(vector_chunks([row])[0])
+        for row, hit in zip(result.rows, vector_chunks(result.rows), strict=True):
+            by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
             return next(iter(by_language.values()), [])[:k]
         return fuse_chunks(by_language, weights, self._search.fusion_k)[:k]

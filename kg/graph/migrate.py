@@ -31,10 +31,11 @@ Every step is idempotent, so a migration that stops midway can simply be run aga
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, LiteralString, cast
 
-from neo4j import Driver
+from neo4j import Driver, Record
 
 from kg.documents import document_id
 from kg.errors import StoreError
@@ -209,6 +210,20 @@ def _model_1_to_2(
     stamp(driver, database, 2)
 
 
+def _pages(driver: Driver, database: str, page: LiteralString) -> Iterator[list[Record]]:
+    """Keyset pages (id order) of ``page``'s rows: each page is read after the previous one
+    was written, so a step that stops midway resumes where it stood."""
+    after = ""
+    while True:
+        records, _, _ = driver.execute_query(
+            page, after=after, limit=_REEMBED_BATCH, database_=database
+        )
+        if not records:
+            return
+        yield records
+        after = records[-1]["id"]
+
+
 def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> int:
     """Embed every chunk's text (or entity's name) again, a page per transaction."""
     page, write = (
@@ -216,13 +231,8 @@ def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> in
         if kind == "chunk"
         else (_ENTITY_PAGE, _SET_ENTITY_VECTORS)
     )
-    after, total = "", 0
-    while True:
-        records, _, _ = driver.execute_query(
-            page, after=after, limit=_REEMBED_BATCH, database_=database
-        )
-        if not records:
-            return total
+    total = 0
+    for records in _pages(driver, database, page):
         vectors = embedder.embed([r["text"] for r in records])
         rows = [
             {"id": r["id"], "embedding": [float(x) for x in vec]}
@@ -230,25 +240,20 @@ def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> in
         ]
         driver.execute_query(write, rows=rows, database_=database)
         total += len(rows)
-        after = records[-1]["id"]
+    return total
 
 
 def label_chunk_languages(driver: Driver, database: str) -> int:
     """Give every chunk its language and language label, a page per transaction."""
-    after, total = "", 0
-    while True:
-        records, _, _ = driver.execute_query(
-            _CHUNK_PAGE, after=after, limit=_REEMBED_BATCH, database_=database
-        )
-        if not records:
-            return total
+    total = 0
+    for records in _pages(driver, database, _CHUNK_PAGE):
         rows = []
         for r in records:
             language = detect(r["text"])
             rows.append({"id": r["id"], "language": language, "label": BY_CODE[language].label})
         driver.execute_query(_SET_CHUNK_LANGUAGES, rows=rows, database_=database)
         total += len(rows)
-        after = records[-1]["id"]
+    return total
 
 
 def label_entity_types(driver: Driver, database: str, limit: int) -> int:
