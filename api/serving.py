@@ -26,6 +26,8 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kg.settings import Settings
+
 #: h11's own default, made explicit: a request head larger than this is refused (400).
 MAX_HEAD_BYTES = 16 * 1024
 KEEP_ALIVE_S = 5
@@ -91,6 +93,48 @@ class _GuardedH11(H11Protocol):
         self._head_deadline = None
         if not self.transport.is_closing():
             self.transport.close()
+
+
+class GuardedH11Protocol(_GuardedH11):
+    """The protocol ``kg serve --workers N`` names to uvicorn by import string: a spawned worker
+    cannot be handed a class made at run time, so each worker sets these bounds itself
+    (:func:`configure_protocol`) when it builds its app, before it accepts a connection."""
+
+
+def configure_protocol(header_timeout_s: float, max_connections: int) -> str:
+    """Set :class:`GuardedH11Protocol`'s bounds in this process; return its import string."""
+    GuardedH11Protocol.header_timeout_s = header_timeout_s
+    GuardedH11Protocol.max_connections = max_connections
+    return f"{__name__}:GuardedH11Protocol"
+
+
+def worker_share(settings: Settings, workers: int) -> Settings:
+    """One worker's settings when ``workers`` processes serve together.
+
+    Admission control and the connection cap live in each process, so the configured totals
+    are divided (rounded up, at least 1 each): N workers together hold no more query slots,
+    per-client or heavy-query slots and connections than the settings allow one process.
+    """
+    if workers <= 1:
+        return settings
+
+    def share(total: int) -> int:
+        return max(1, -(-total // workers))
+
+    api = settings.api
+    search = settings.search.model_copy(
+        update={"max_concurrent_queries": share(settings.search.max_concurrent_queries)}
+    )
+    api = api.model_copy(
+        update={
+            "max_connections": share(api.max_connections),
+            "max_queries_per_client": (
+                share(api.max_queries_per_client) if api.max_queries_per_client else None
+            ),
+            "heavy_query_slots": share(api.heavy_query_slots) if api.heavy_query_slots else None,
+        }
+    )
+    return settings.model_copy(update={"search": search, "api": api})
 
 
 def guarded_h11(header_timeout_s: float, max_connections: int) -> type[H11Protocol]:

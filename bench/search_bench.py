@@ -387,6 +387,9 @@ def main() -> None:
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument(
+        "--load-only", action="store_true", help="load the --uri database, measure nothing"
+    )
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -404,6 +407,8 @@ def main() -> None:
                     _wipe(drv, settings)
                 load_neo4j(drv, settings, graph)
                 print(f"neo4j loaded in {time.perf_counter() - t0:.1f}s", flush=True)
+        if args.load_only:
+            return
         runs = asyncio.run(measure(settings, graph, args))
     if not args.no_pg:
         from bench.pg_search import load, throwaway_cluster

@@ -1,8 +1,10 @@
-"""``kg serve``: the REST API under uvicorn."""
+"""``kg serve``: the REST API under uvicorn, in one process or several workers."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+import os
+from typing import TYPE_CHECKING, Annotated, Any
 
 import uvicorn
 from cyclopts import Parameter
@@ -10,20 +12,52 @@ from rich.console import Console
 
 from kg.settings import Settings
 
+if TYPE_CHECKING:
+    from litestar import Litestar
+
 console = Console()
+
+#: uvicorn's import string for :func:`worker_app`
+WORKER_APP = f"{__name__}:worker_app"
+
+
+def worker_app() -> Litestar:
+    """The app factory each ``--workers`` process calls: its settings come from the
+    environment ``kg serve`` set, with the process's share of the admission and connection
+    bounds; logging is set up here because a spawned worker inherits no handlers."""
+    from api.app import create_app
+    from api.serving import configure_protocol, worker_share
+    from cli.output import setup_logging
+
+    settings = Settings()
+    share = worker_share(settings, settings.api.workers)
+    setup_logging(share.log_level)
+    configure_protocol(share.api.header_timeout_s, share.api.max_connections)
+    logging.getLogger(__name__).info(
+        "worker %d of %d: %d query slots, %d connections",
+        os.getpid(),
+        settings.api.workers,
+        share.search.max_concurrent_queries,
+        share.api.max_connections,
+    )
+    return create_app(share)
 
 
 def serve(
     *,
     host: Annotated[str | None, Parameter(help="Bind address (default: KG_API__HOST).")] = None,
     port: Annotated[int | None, Parameter(help="Port (default: KG_API__PORT).")] = None,
+    workers: Annotated[
+        int | None,
+        Parameter(help="API processes sharing the port (default: KG_API__WORKERS, 1)."),
+    ] = None,
 ) -> int:
     """Serve the REST API. Auth (bearer keys) is on whenever --host is not loopback."""
     from neo4j import GraphDatabase
 
     from api.app import SCHEMA_PATH, create_app
     from api.auth import auth_required
-    from api.serving import raise_open_files_limit, uvicorn_options
+    from api.serving import configure_protocol, raise_open_files_limit, uvicorn_options
     from cli.output import setup_logging
 
     settings = Settings()
@@ -32,6 +66,8 @@ def serve(
         updates["host"] = host
     if port is not None:
         updates["port"] = port
+    if workers is not None:
+        updates["workers"] = workers
     if updates:
         api = settings.api.model_validate({**settings.api.model_dump(), **updates})
         settings = settings.model_copy(update={"api": api})
@@ -50,14 +86,28 @@ def serve(
         if auth_required(settings.api)
         else "off (loopback; a request from beyond loopback is refused: no keys)"
     )
-    console.print(f"kg API on [link={base}]{base}[/link]  auth {auth}")
+    processes = f"  {settings.api.workers} workers" if settings.api.workers > 1 else ""
+    console.print(f"kg API on [link={base}]{base}[/link]  auth {auth}{processes}")
     console.print(f"API docs at [link={base}{SCHEMA_PATH}]{base}{SCHEMA_PATH}[/link]")
-    uvicorn.run(
-        app,
-        host=settings.api.host,
-        port=settings.api.port,
-        log_level=settings.log_level.lower(),
-        log_config=None,
-        **uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections),
+    options = uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections)
+    common: dict[str, Any] = {
+        "host": settings.api.host,
+        "port": settings.api.port,
+        "log_level": settings.log_level.lower(),
+        "log_config": None,
+    }
+    if settings.api.workers == 1:
+        uvicorn.run(app, **common, **options)
+        return 0
+    # Workers are spawned processes that build their own app from the environment: hand them
+    # the flags through it, and the protocol by import string.
+    os.environ.update(
+        KG_API__HOST=settings.api.host,
+        KG_API__PORT=str(settings.api.port),
+        KG_API__WORKERS=str(settings.api.workers),
     )
+    options["http"] = configure_protocol(
+        settings.api.header_timeout_s, settings.api.max_connections
+    )
+    uvicorn.run(WORKER_APP, factory=True, workers=settings.api.workers, **common, **options)
     return 0

@@ -22,6 +22,7 @@ docs/search.md explains the scoring and the measurements behind each choice.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -69,6 +70,8 @@ from kg.search_models import (
 from kg.settings import SearchSettings, Settings
 from kg.translate import Translator
 from kg.words import form, words
+
+logger = logging.getLogger(__name__)
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
 _CANDIDATES_PER_SEED = 4
@@ -362,6 +365,7 @@ class SearchService:
             samples.setdefault(prepared.text, prepared.cypher_params())
         found = await self.guard.verify_read_only(samples)
         await self.warm_up()
+        await self.warm_searches()
         return found
 
     def _warm_up_calls(self) -> list[tuple[str, dict[str, Any]]]:
@@ -375,9 +379,42 @@ class SearchService:
         (docs/benchmarks.md, "Local search latency"). Only EXPLAINs: nothing is read.
         """
         calls = self._warm_up_calls()
-        for name, params in calls:
-            await self.guard.plan(name, params)
+        await self.guard.plan_all(calls)
         return len(calls)
+
+    async def warm_searches(self) -> int:
+        """Run a few real searches about entities sampled from the graph; how many ran.
+
+        Planning alone left the first search 7x slower than the next on a just-started Neo4j
+        (docs/benchmarks.md, "First search"): the server's JIT, index readers and page cache
+        were still cold. The samples come from the entity vector index, so the chunk vector
+        index is read too. Graph and text modes only, without translation: no embedding or
+        LLM endpoint is called. A failure is logged, never raised: these only save time.
+        """
+        count = self._search.warm_up_searches
+        if count == 0:
+            return 0
+        dim = self._settings.resolve.embedding_dim
+        ran = 0
+        try:
+            sample = await self.guard.run(
+                "entity_seeds", {"embedding": [1.0] * dim, "text": "", "k": count}
+            )
+            await self.guard.run(
+                "chunks_by_vector",
+                {"embedding": [1.0] * self._settings.chunks.embedding_dim,
+                 "k": self._search.candidates},
+            )  # fmt: skip
+            found = sample.rows[0]["vector"] if sample.rows else []
+            names = [str(row["name"]) for row in found if row.get("name")]
+            for i, name in enumerate(names[:count]):
+                depth, mode = _WARM_SEARCHES[i % len(_WARM_SEARCHES)]
+                req = SearchRequest(query=f"What does {name} depend on?", depth=depth, mode=mode)
+                await self._local_search(req, translate=False)
+                ran += 1
+        except KGError as exc:
+            logger.warning("start-up warm-up search stopped early: %s", exc)
+        return ran
 
     async def check_model(self) -> None:
         """GraphModelError when another graph model or other embedders wrote the graph."""
@@ -444,12 +481,17 @@ class SearchService:
 
     async def local_search(self, req: SearchRequest) -> SearchResponse:
         """Answer one question; see the module docstring for the modes."""
+        return await self._local_search(req, translate=True)
+
+    async def _local_search(self, req: SearchRequest, *, translate: bool) -> SearchResponse:
         started = time.perf_counter()
         self._check(req)
         if req.relation_types:
             await self.guard.check_relation_types(req.relation_types)
         n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
-        translated, translation_error = await self._translate(req.query)
+        translated, translation_error = (
+            await self._translate(req.query) if translate else ({}, None)
+        )
         texts = {code: " ".join([t.text, *t.entities]) for code, t in translated.items()}
         steps: dict[str, Coroutine[Any, Any, Any]] = {}
         if req.mode in ("text", "hybrid"):
@@ -774,6 +816,8 @@ class SearchService:
 
 # Neo4j caches a plan per list-size bucket (1, 2-10, 11-100 ... measured): one list of each.
 _WARM_SIZES = (1, 10, 100)
+# The depth and mode of each start-up search (SearchService.warm_searches), in turn.
+_WARM_SEARCHES: tuple[tuple[int, SearchMode], ...] = ((2, "graph"), (3, "graph"), (1, "text"))
 
 
 def _warm_up_calls(

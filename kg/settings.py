@@ -265,6 +265,14 @@ class SearchSettings(BaseModel):
         le=300,
         description="Longest wait for a query slot before answering 'busy' (503).",
     )
+    warm_up_searches: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="Real searches run at start-up, about entities sampled from the graph, so "
+        "the first user's search does not pay for a cold server (graph and text modes: no "
+        "embedding or LLM call). 0: plan the templates only.",
+    )
     seeds: int = Field(5, ge=1, le=50)
     seed_relative_cutoff: float = Field(
         0.85,
@@ -425,6 +433,13 @@ class ApiSettings(BaseModel):
     )
     max_connections: int = Field(
         1000, ge=1, description="`kg serve`: open connections beyond this are closed at once."
+    )
+    workers: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="`kg serve`: API processes sharing the port. Query slots, per-client and "
+        "heavy-query caps and the connection cap are divided among them.",
     )
     max_queries_per_client: int | None = Field(
         None,

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, LiteralString
+from typing import Any, LiteralString, TypeVar
 
 from neo4j import (
     READ_ACCESS,
@@ -57,9 +57,29 @@ READ_ROWS = "read_rows"
 
 # How long past the server-side timeout the client waits before giving up on its own.
 _CLIENT_GRACE_S = 2.0
+_T = TypeVar("_T")
+#: EXPLAINs in flight at start-up: the server plans each query on one core, so a few at once
+#: use the machine while leaving room for traffic (measured in docs/benchmarks.md).
+PLAN_CONCURRENCY = 4
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+async def _bounded(steps: Sequence[Awaitable[_T]], limit: int) -> list[_T]:
+    """Await ``steps`` at most ``limit`` at a time; results in order, the first error raised."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(step: Awaitable[_T]) -> _T:
+        async with gate:
+            return await step
+
+    tasks = [asyncio.ensure_future(one(step)) for step in steps]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 def plain(value: Any) -> Any:
@@ -303,19 +323,23 @@ class Guard:
         a search will run it and caches the plan (a parameterless EXPLAIN is planned again on
         every start, measured at ~150 ms a text). Returns ``{"name/variant": query_type}``.
         """
-        found: dict[str, str] = {}
-        for template in self.registry:
-            for variant, text in template.texts.items():
-                key = f"{template.name}/{variant}"
-                try:
-                    query_type = await self._explain(text, (samples or {}).get(text))
-                except Exception as exc:
-                    raise translate(exc, f"EXPLAIN of {key}") from exc
-                found[key] = query_type
-                if query_type != "r":
-                    raise ConfigError(
-                        f"template {key} is not read-only (query type {query_type!r})"
-                    )
+        calls = [
+            (f"{template.name}/{variant}", text)
+            for template in self.registry
+            for variant, text in template.texts.items()
+        ]
+
+        async def explain(key: str, text: LiteralString) -> str:
+            try:
+                return await self._explain(text, (samples or {}).get(text))
+            except Exception as exc:
+                raise translate(exc, f"EXPLAIN of {key}") from exc
+
+        types = await _bounded([explain(key, text) for key, text in calls], PLAN_CONCURRENCY)
+        found = dict(zip((key for key, _ in calls), types, strict=True))
+        for key, query_type in found.items():
+            if query_type != "r":
+                raise ConfigError(f"template {key} is not read-only (query type {query_type!r})")
         return found
 
     async def plan(self, name: str, params: Mapping[str, Any] | TemplateParams) -> None:
@@ -329,6 +353,10 @@ class Guard:
             await self._explain(prepared.text, prepared.cypher_params())
         except Exception as exc:
             raise translate(exc, f"EXPLAIN of {name}") from exc
+
+    async def plan_all(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """:meth:`plan` each call, a few at a time (planning is one core per query)."""
+        await _bounded([self.plan(name, params) for name, params in calls], PLAN_CONCURRENCY)
 
     async def _explain(self, text: LiteralString, params: Mapping[str, Any] | None = None) -> str:
         async def work(tx: AsyncManagedTransaction) -> str:

@@ -49,6 +49,41 @@ def test_every_rendered_template_is_a_read_by_explain(driver: Driver, settings: 
     assert set(found.values()) == {"r"}
 
 
+def test_startup_runs_real_searches_without_translating(graph: Driver, settings: Settings) -> None:
+    """The start-up searches read the graph (seeds, expansion, chunks) but never translate:
+    that would call an LLM at every start."""
+
+    async def start(service: SearchService) -> tuple[list[str], int, int]:
+        calls: list[str] = []
+        asked: list[str] = []
+        real_run = service.guard.run
+
+        async def recording_run(name: str, params: Any) -> Any:
+            calls.append(name)
+            return await real_run(name, params)
+
+        async def recording_translate(query: str) -> tuple[dict[str, Any], None]:
+            asked.append(query)
+            return {}, None
+
+        service.guard.run = recording_run  # type: ignore[method-assign]
+        service._translate = recording_translate  # type: ignore[method-assign,assignment]
+        await service.startup()
+        at_startup = list(calls)
+        translated_at_startup = len(asked)
+        await service.local_search(SearchRequest(query="PaymentService"))
+        return at_startup, translated_at_startup, len(asked)
+
+    calls, translated, translated_after = with_service(settings, start)
+    assert {"entity_seeds", "chunks_by_vector", "entity_links", "seed_expansion",
+            "passage_hop", "chunks_by_text"} <= set(calls)  # fmt: skip
+    assert (translated, translated_after) == (0, 1)  # an ordinary search does ask
+    assert with_service(settings, lambda s: s.warm_searches()) == 3
+
+    calls, _, _ = with_service(tuned(settings, warm_up_searches=0), start)
+    assert calls == []  # planning only: EXPLAINs are not guarded runs
+
+
 def test_a_write_template_fails_verification_and_the_server_refuses_it(
     graph: Driver, settings: Settings
 ) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 
+from api.serving import GuardedH11Protocol, worker_share
 from cli import serve_cmd
 from cli.main import app
 from kg.errors import ConfigError
+from kg.settings import Settings
 
 
 @pytest.fixture
@@ -53,3 +56,80 @@ def test_serve_public_bind_with_keys_turns_auth_on(
     out = capsys.readouterr().out
     assert "auth on" in out
     assert "k1" not in out
+
+
+# -- several workers -------------------------------------------------------------------------
+
+
+def test_serve_with_workers_hands_uvicorn_an_import_string_and_the_flags_by_environment(
+    uvicorn_calls: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for var in ("KG_API__HOST", "KG_API__PORT", "KG_API__WORKERS"):
+        monkeypatch.setenv(var, "placeholder-restored-after-the-test")
+        monkeypatch.delenv(var)
+    assert app(["serve", "--port", "8124", "--workers", "3"], result_action="return_value") == 0
+    (call,) = uvicorn_calls
+    assert call["app"] == serve_cmd.WORKER_APP == "cli.serve_cmd:worker_app"
+    assert (call["factory"], call["workers"]) == (True, 3)
+    assert call["http"] == "api.serving:GuardedH11Protocol"
+    # spawned workers read their settings from the environment kg serve leaves them
+    assert os.environ["KG_API__PORT"] == "8124"
+    assert os.environ["KG_API__WORKERS"] == "3"
+    assert Settings().api.workers == 3
+    assert "3 workers" in capsys.readouterr().out
+
+
+def test_one_worker_runs_the_app_in_this_process(uvicorn_calls: list[dict[str, Any]]) -> None:
+    assert app(["serve", "--port", "8125"], result_action="return_value") == 0
+    (call,) = uvicorn_calls
+    assert not isinstance(call["app"], str)
+    assert "workers" not in call
+
+
+def test_worker_share_divides_the_per_process_bounds_rounding_up() -> None:
+    settings = Settings(
+        search={"max_concurrent_queries": 8},
+        api={"max_connections": 1000, "max_queries_per_client": 5},
+    )
+    share = worker_share(settings, 3)
+    assert share.search.max_concurrent_queries == 3
+    assert share.api.max_connections == 334
+    assert share.api.max_queries_per_client == 2
+    assert share.api.heavy_query_slots is None  # derived from the share: a quarter of 3 -> 1
+    assert share.api.heavy_slots(share.search.max_concurrent_queries) == 1
+    assert worker_share(settings, 1) is settings
+    assert (
+        worker_share(Settings(search={"max_concurrent_queries": 1}), 4).search
+        == Settings(search={"max_concurrent_queries": 1}).search
+    )  # never below one slot
+
+
+def test_a_worker_builds_its_app_with_its_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    import api.app
+
+    for var, value in {
+        "KG_API__WORKERS": "2",
+        "KG_SEARCH__MAX_CONCURRENT_QUERIES": "10",
+        "KG_API__MAX_CONNECTIONS": "100",
+        "KG_API__HEADER_TIMEOUT_S": "7",
+    }.items():
+        monkeypatch.setenv(var, value)  # fmt: skip
+    for var in ("KG_API__API_KEYS", "KG_API__REQUIRE_AUTH", "KG_API__HOST"):
+        monkeypatch.delenv(var, raising=False)
+    for attr in ("max_connections", "header_timeout_s"):  # restored after the test
+        monkeypatch.setattr(GuardedH11Protocol, attr, getattr(GuardedH11Protocol, attr))
+    built: list[Settings] = []
+    real_create_app = api.app.create_app
+
+    def recording_create_app(settings: Settings) -> Any:
+        built.append(settings)
+        return real_create_app(settings)
+
+    monkeypatch.setattr(api.app, "create_app", recording_create_app)
+    serve_cmd.worker_app()
+    (settings,) = built
+    assert settings.search.max_concurrent_queries == 5
+    assert settings.api.max_connections == 50
+    assert (GuardedH11Protocol.max_connections, GuardedH11Protocol.header_timeout_s) == (50, 7.0)

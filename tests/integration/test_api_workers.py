@@ -1,0 +1,115 @@
+"""``kg serve --workers 2``, run as a user runs it: two worker processes share the port, each
+with its share of the query slots, both answer searches, and SIGTERM stops them all."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from neo4j import Driver
+
+from kg.settings import Settings
+from tests.apidata import wipe, write_graph
+from tests.apiserver import free_port
+from tests.clienv import cli_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def graph(driver: Driver, settings: Settings) -> Iterator[Driver]:
+    wipe(driver, settings)
+    write_graph(driver, settings)
+    yield driver
+    wipe(driver, settings)
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid`` (from /proc; the spawn helper included)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "kg serve exited during start-up"
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(url)
+
+
+def test_two_workers_share_the_port_and_the_query_slots(
+    graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = cli_env(
+        settings,
+        PYTHONPATH=str(REPO),
+        KG_SEARCH__MAX_CONCURRENT_QUERIES="6",
+        KG_LOG_LEVEL="INFO",
+    )
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--workers", "2"],
+            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    started: set[int] = set()
+    try:
+        _wait_healthy(url, proc)
+        # both workers finish start-up (each verifies the templates) before the count is taken
+        deadline = time.monotonic() + 60
+        while log.read_text().count("Application startup complete") < 2:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.25)
+        text = log.read_text()
+        started = {int(p) for p in re.findall(r"Started server process \[(\d+)\]", text)}
+        assert len(started) == 2, text
+        assert started <= _children(proc.pid) | {
+            c for child in _children(proc.pid) for c in _children(child)
+        }
+        # each worker holds half of the six slots
+        assert len(re.findall(r"worker \d+ of 2: 3 query slots", text)) == 2, text
+
+        def search(i: int) -> int:
+            # a fresh connection per request, so the kernel spreads them over both workers
+            with httpx.Client(base_url=url, timeout=30) as http:
+                resp = http.post("/search/local", json={"query": "PaymentService", "depth": 2})
+                assert resp.status_code == 200, resp.text
+                names = {e["name"] for e in resp.json()["entities"]}
+                assert {"PaymentService", "PostgreSQL"} <= names
+                return resp.status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(search, range(40))) == [200] * 40
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0, log.read_text()
+    assert not [pid for pid in started if Path(f"/proc/{pid}").exists()]  # workers stopped too
+    assert "Traceback" not in log.read_text()
