@@ -3,19 +3,23 @@
     .venv/bin/python bench/load_bench.py --local --graph example            # ~2 min
     .venv/bin/python bench/load_bench.py --local --graph 100k --clients 50,8  # two windows
     .venv/bin/python bench/load_bench.py --graph example --wipe             # NEO4J_URI's Neo4j
+    .venv/bin/python bench/load_bench.py --graph 100k --reuse --workers 2   # a loaded one, kept
 
 Neo4j: ``--local`` starts a throwaway ``kg.graph.server.LocalNeo4j`` on free ports (deleted
 afterwards); otherwise the one in NEO4J_URI / KG_NEO4J__* is used, and wiped only with
 ``--wipe``. The graph is the example corpus (``kg.ingest`` with its triplets file) or the
-generated 100k-entity graph of bench/search_bench.py (500k relations, 5 supernodes). The API is
-``uvicorn --factory api.app:create_app`` in a child process on a free loopback port, auth off.
+generated 100k-entity graph of bench/search_bench.py (500k relations, 5 supernodes); with
+``--reuse`` a database that already holds the graph is used as it is (nothing wiped). The API is
+``kg serve`` (``--workers N``) in a child process on a free loopback port, auth off.
 
 The run is bounded: it stops after ``--seconds`` (plus ``--warmup`` seconds not counted) or
 ``--max-requests``, whichever comes first; every request has a client timeout; the API and a
 local Neo4j are stopped in ``finally``. Everything stays on loopback. Reported: requests,
-errors (non-2xx responses and exceptions, separately), p50/p95/p99 latency, throughput, and the
-API process's peak RSS (VmHWM from /proc/<pid>/status). The client shares the machine's cores
-with the API and Neo4j, so the figures are for the whole box. Not part of the test suite.
+errors (non-2xx responses and exceptions, separately), p50/p95/p99 latency, throughput, the API
+processes' peak RSS (VmHWM from /proc/<pid>/status, summed over workers), and the CPU the API,
+Neo4j (when its pid is known: a local server) and the clients used over the window, in cores.
+The clients share the machine's cores with the API and Neo4j, so the figures are for the whole
+box. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from neo4j import Driver  # noqa: E402
 
 from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
 from kg.graph.schema import apply_schema  # noqa: E402
@@ -72,7 +78,7 @@ def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
         host = urlsplit(settings.neo4j.uri).hostname or ""
         if host not in LOOPBACK:
             raise SystemExit(f"refusing a non-loopback Neo4j ({host}); use --local")
-        if not args.wipe:
+        if not (args.wipe or args.reuse):
             raise SystemExit("refusing to wipe the configured Neo4j; pass --wipe or --local")
         yield settings
         return
@@ -88,6 +94,8 @@ def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:
     """Wipe, load the chosen graph, and return entity names to ask about."""
     db = settings.neo4j.database
     with open_driver(settings.neo4j) as driver:
+        if args.reuse:
+            return _names(driver, db, args, started=None)
         with driver.session(database=db) as session:
             session.run(
                 "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
@@ -102,17 +110,24 @@ def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:
             from bench.search_bench import generate, load_neo4j
 
             load_neo4j(driver, settings, generate(args.scale, 5, args.seed))
-        records = driver.execute_query(
-            "MATCH (e:Entity) RETURN e.name AS name ORDER BY e.id LIMIT 5000", database_=db
-        ).records
-        counts = driver.execute_query(
-            "MATCH (e:Entity) WITH count(e) AS entities "
-            "MATCH ()-[r]->() WHERE NOT type(r) IN ['MENTIONS', 'PART_OF', 'NEXT'] "
-            "RETURN entities, count(r) AS relations",
-            database_=db,
-        ).records[0]
+        return _names(driver, db, args, started)
+
+
+def _names(driver: Driver, db: str, args: argparse.Namespace, started: float | None) -> list[str]:
+    records = driver.execute_query(
+        "MATCH (e:Entity) RETURN e.name AS name ORDER BY e.id LIMIT 5000", database_=db
+    ).records
+    counts = driver.execute_query(
+        "MATCH (e:Entity) WITH count(e) AS entities "
+        "MATCH ()-[r]->() WHERE NOT type(r) IN ['MENTIONS', 'PART_OF', 'NEXT'] "
+        "RETURN entities, count(r) AS relations",
+        database_=db,
+    ).records[0]
+    how = "reused" if started is None else f"loaded in {time.perf_counter() - started:.1f}s"
     print(f"graph {args.graph}: {counts['entities']} entities, {counts['relations']} relations, "
-          f"loaded in {time.perf_counter() - started:.1f}s", flush=True)  # fmt: skip
+          f"{how}", flush=True)  # fmt: skip
+    if not records:
+        raise SystemExit("the graph has no entities to ask about")
     return [str(r["name"]) for r in records if r["name"]]
 
 
@@ -120,9 +135,10 @@ def load_graph(settings: Settings, args: argparse.Namespace) -> list[str]:
 
 
 @contextmanager
-def api_process(settings: Settings, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """uvicorn with the app factory in a child process; its settings come from KG_ variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
+def api_process(settings: Settings, port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``kg serve`` in a child process; its settings come from KG_ variables (the caller's
+    KG_SEARCH__ / KG_API__ tuning passes through)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_NEO4J"))}
     env.update(
         KG_NEO4J__URI=settings.neo4j.uri,
         KG_NEO4J__USERNAME=settings.neo4j.username,
@@ -130,13 +146,13 @@ def api_process(settings: Settings, port: int) -> Iterator[subprocess.Popen[byte
         KG_NEO4J__DATABASE=settings.neo4j.database,
         KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
         KG_API__REQUIRE_AUTH="false",
+        KG_LOG_LEVEL="WARNING",
     )
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app",
-           "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-           "--no-access-log"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+    cmd = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
+           "--port", str(port), "--workers", str(workers)]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
                 raise SystemExit(f"the API exited during start-up (code {proc.returncode})")
@@ -146,31 +162,71 @@ def api_process(settings: Settings, port: int) -> Iterator[subprocess.Popen[byte
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise SystemExit("the API did not become healthy within 120 s")
+                raise SystemExit("the API did not become healthy within 300 s")
             time.sleep(0.25)
+        time.sleep(2.0 if workers > 1 else 0.0)  # the other workers finish their start-up
         yield proc
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=15)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    return tree
+
+
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used (from /proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """User + system CPU time a process has used (from /proc/<pid>/stat); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def memory_mb(pid: int, field: str) -> float:
-    """``VmHWM`` (peak) or ``VmRSS`` of a process, in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    raise LookupError(field)
+def tree_cpu(pids: list[int]) -> float:
+    return sum(cpu_seconds(p) for p in pids)
+
+
+def neo4j_pid(settings: Settings) -> int | None:
+    """The local server's pid (``--local``, or the one ``kg neo4j start`` runs), if any."""
+    from kg.graph.server import LocalNeo4j
+
+    try:
+        status = LocalNeo4j(settings).status()
+    except Exception:  # not a local server: its CPU is not reported
+        return None
+    return status.pid if status.running else None
+
+
+def memory_mb(pids: list[int], field: str) -> float:
+    """``VmHWM`` (peak) or ``VmRSS`` summed over processes, in MB."""
+    total = 0.0
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(x.split()[1]) / 1024 for x in lines if x.startswith(field + ":"))
+    return total
 
 
 # -- the clients -----------------------------------------------------------------------------
@@ -290,6 +346,9 @@ def report(
         "api_peak_rss_mb": round(api["peak_mb"], 1),
         "api_rss_end_mb": round(api["rss_mb"], 1),
         "api_cpu_share": round(api["cpu_s"] / (window_s + args.warmup), 2),
+        "neo4j_cpu_share": round(api["neo4j_cpu_s"] / (window_s + args.warmup), 2),
+        "client_cpu_share": round(api["client_cpu_s"] / (window_s + args.warmup), 2),
+        "workers": args.workers,
         "warmup_requests": tally.warmup_sent,
         "warmup_failed": tally.warmup_failed,
     }
@@ -301,7 +360,9 @@ def report(
     print(f"  latency p50 {out['p50_ms']} ms  p95 {out['p95_ms']} ms  p99 {out['p99_ms']} ms  "
           f"max {out['max_ms']} ms")  # fmt: skip
     print(f"  throughput {out['req_per_s']} req/s  API peak RSS {out['api_peak_rss_mb']} MB "
-          f"(end {out['api_rss_end_mb']} MB)  API CPU {out['api_cpu_share']} cores")  # fmt: skip
+          f"(end {out['api_rss_end_mb']} MB)")  # fmt: skip
+    print(f"  CPU (cores): API {out['api_cpu_share']} ({args.workers} workers)  Neo4j "
+          f"{out['neo4j_cpu_share']}  clients {out['client_cpu_share']}")  # fmt: skip
     print(json.dumps(out))
     return out
 
@@ -321,6 +382,10 @@ def main() -> None:
     parser.add_argument("--wipe", action="store_true", help="allow wiping the configured Neo4j")
     parser.add_argument("--scale", type=float, default=1.0, help="100k graph: 1.0 = 100k")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--reuse", action="store_true", help="the configured Neo4j holds the graph: keep it"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="kg serve --workers")
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     args = parser.parse_args()
@@ -332,14 +397,18 @@ def main() -> None:
         names = load_graph(settings, args)
         bodies = make_bodies(names, args)
         port = free_port()
-        with api_process(settings, port) as proc:
+        server_pid = neo4j_pid(settings)
+        with api_process(settings, port, args.workers) as proc:
             for clients in windows:
-                cpu_before = cpu_seconds(proc.pid)
+                pids = process_tree(proc.pid)
+                before = (tree_cpu(pids), cpu_seconds(server_pid or -1), time.process_time())
                 tally, window_s = asyncio.run(drive(port, bodies, clients, args))
                 api = {
-                    "peak_mb": memory_mb(proc.pid, "VmHWM"),
-                    "rss_mb": memory_mb(proc.pid, "VmRSS"),
-                    "cpu_s": cpu_seconds(proc.pid) - cpu_before,
+                    "peak_mb": memory_mb(pids, "VmHWM"),
+                    "rss_mb": memory_mb(pids, "VmRSS"),
+                    "cpu_s": tree_cpu(pids) - before[0],
+                    "neo4j_cpu_s": cpu_seconds(server_pid or -1) - before[1],
+                    "client_cpu_s": time.process_time() - before[2],
                 }
                 report(tally, window_s, clients, api, args)
 

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = """
-CREATE UNLOGGED TABLE entity (id text PRIMARY KEY, name text NOT NULL, type text NOT NULL);
+CREATE UNLOGGED TABLE entity (
+    id text PRIMARY KEY, name text NOT NULL, type text NOT NULL, degree integer NOT NULL DEFAULT 0
+);
 CREATE UNLOGGED TABLE rel (
     rid integer PRIMARY KEY, src text NOT NULL, dst text NOT NULL, rel_type text NOT NULL,
     weight real NOT NULL, valid_from date, valid_to date
@@ -29,9 +31,16 @@ CREATE UNLOGGED TABLE adj (
     node text NOT NULL, nbr text NOT NULL, rid integer NOT NULL, rel_type text NOT NULL,
     weight real NOT NULL, valid_from date, valid_to date
 );
+CREATE UNLOGGED TABLE mention (node text NOT NULL);
 """
 INDEXES = """
 CREATE INDEX adj_node_weight ON adj (node, weight DESC);
+-- Neo4j's degree of an entity: its relations and the chunks that mention it.
+UPDATE entity e SET degree = d.n FROM (
+    SELECT node, count(*) AS n FROM (
+        SELECT node FROM adj UNION ALL SELECT node FROM mention
+    ) x GROUP BY node
+) d WHERE d.node = e.id;
 ANALYZE entity; ANALYZE rel; ANALYZE adj;
 """
 
@@ -71,14 +80,16 @@ LIMIT %(limit)s
 """
 
 # The like-for-like peer: kg's seed_expansion step for step (kg/cypher/render.py). Per hop:
-# stop when the relations found fill the limit; each frontier node's heaviest valid relations
+# the seeds in the order given; stop when the relations found fill the limit; past the first hop, skip frontier nodes whose
+# degree is above hub_degree (Neo4j reads a node's degree from its store, here a column);
+# each frontier node's heaviest valid relations
 # (at most fanout; here an index range scan, where Neo4j reads the node's whole chain); the
 # first frontier_cap unseen neighbours, in frontier order then weight, are the next frontier.
 # Each relation at its first hop; ordered by hop, then weight; the same columns as the template.
 # ROWS 300: at the default estimate (1000) the planner hashes all of rel instead of probing it.
 EXPAND_FUNCTION = """
 CREATE OR REPLACE FUNCTION kg_expand(
-    seeds text[], depth int, as_of date, fanout int, frontier_cap int, lim int
+    seeds text[], depth int, as_of date, fanout int, frontier_cap int, lim int, hub_degree int
 ) RETURNS TABLE (rid integer, hop integer) LANGUAGE plpgsql STABLE ROWS 300 AS $$
 DECLARE
     frontier text[];
@@ -89,7 +100,11 @@ DECLARE
     all_hops integer[] := '{}';
     found integer;
 BEGIN
-    SELECT array_agg(DISTINCT e.id) INTO frontier FROM entity e WHERE e.id = ANY(seeds);
+    SELECT array_agg(q.id ORDER BY q.ord) INTO frontier FROM (
+        SELECT e.id, min(s.ord) AS ord
+        FROM unnest(seeds) WITH ORDINALITY AS s(id, ord) JOIN entity e ON e.id = s.id
+        GROUP BY e.id
+    ) q;
     seen := frontier;
     FOR h IN 1..depth LOOP
         EXIT WHEN frontier IS NULL;
@@ -99,6 +114,8 @@ BEGIN
             SELECT p.rid, p.nbr,
                    row_number() OVER (ORDER BY f.ord, p.weight DESC) AS rn
             FROM unnest(frontier) WITH ORDINALITY AS f(node, ord)
+            JOIN entity fe ON fe.id = f.node
+                AND (h = 1 OR hub_degree IS NULL OR fe.degree <= hub_degree)
             CROSS JOIN LATERAL (
                 SELECT a.rid, a.nbr, a.weight FROM adj a
                 WHERE a.node = f.node
@@ -133,7 +150,7 @@ EXPAND = """
 SELECT r.rel_type AS type, s.id, s.name, s.type, t.id, t.name, t.type,
        r.weight, r.valid_from, r.valid_to, x.hop
 FROM kg_expand(%(seeds)s::text[], %(depth)s, %(as_of)s, %(fanout)s, %(frontier_cap)s,
-               %(limit)s) x
+               %(limit)s, %(hub_degree)s) x
 JOIN rel r ON r.rid = x.rid
 JOIN entity s ON s.id = r.src
 JOIN entity t ON t.id = r.dst
@@ -223,12 +240,15 @@ def load(
     dsn: str,
     entities: Sequence[tuple[str, str, str]],
     relations: Sequence[tuple[str, str, str, float, date | None, date | None]],
+    *,
+    mentions: Sequence[str] = (),
 ) -> None:
-    """COPY the same graph in: each relation twice in adj, once per direction."""
+    """COPY the same graph in: each relation twice in adj, once per direction; ``mentions``
+    (an entity id per chunk mention) count in an entity's degree, as in Neo4j."""
     import psycopg
 
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS entity, rel, adj")
+        conn.execute("DROP TABLE IF EXISTS entity, rel, adj, mention")
         conn.execute(SCHEMA)
         with conn.cursor() as cur:
             with cur.copy("COPY entity (id, name, type) FROM STDIN") as copy:
@@ -245,6 +265,9 @@ def load(
                 for rid, (s, t, typ, w, vf, vt) in enumerate(relations):
                     copy.write_row((s, t, rid, typ, w, vf, vt))
                     copy.write_row((t, s, rid, typ, w, vf, vt))
+            with cur.copy("COPY mention (node) FROM STDIN") as copy:
+                for node in mentions:
+                    copy.write_row((node,))
         conn.execute(INDEXES)
         conn.execute(EXPAND_FUNCTION)
 

@@ -104,7 +104,7 @@ def entity_names(scale: float) -> list[str]:
     ]
 
 
-def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
+def generate(scale: float, supernodes: int, seed: int, decimals: int = 3) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     names = entity_names(scale)
     n = len(names)
@@ -118,7 +118,7 @@ def generate(scale: float, supernodes: int, seed: int) -> dict[str, Any]:
     dst = rng.integers(0, n, r)
     dst = np.where(dst == src, (dst + 1) % n, dst)
     types = rng.integers(0, len(TYPES), r)
-    weights = rng.random(r).round(3)
+    weights = rng.random(r).round(decimals)
     start = date(2015, 1, 1)
     vf_days = rng.integers(0, 365 * 9, r)
     closed = rng.random(r) < 0.15
@@ -241,6 +241,7 @@ async def measure(
                     as_of=as_of,
                     fanout=settings.search.fanout,
                     frontier_cap=settings.search.frontier_cap,
+                    hub_degree=settings.search.hub_degree,
                     limit=settings.search.expansion_limit,
                 )
                 prepared = service.guard.prepare("seed_expansion", params)
@@ -266,6 +267,7 @@ async def measure(
         hub_times = []
         for hub in graph["hubs"]:
             params = SeedExpansionParams(entity_ids=[hub], depth=3, as_of=as_of,
+                                         hub_degree=settings.search.hub_degree,
                                          limit=settings.search.expansion_limit)  # fmt: skip
             for _ in range(3):
                 t0 = time.perf_counter()
@@ -284,7 +286,7 @@ def _shape(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, float]]:
 
 def pg_params(seeds: list[str], depth: int, as_of: date, settings: Settings) -> dict[str, Any]:
     return {"seeds": seeds, "depth": depth, "as_of": as_of, "fanout": settings.search.fanout,
-            "frontier_cap": settings.search.frontier_cap,
+            "frontier_cap": settings.search.frontier_cap, "hub_degree": settings.search.hub_degree,
             "limit": settings.search.expansion_limit}  # fmt: skip
 
 
@@ -388,12 +390,18 @@ def main() -> None:
     parser.add_argument("--pagecache", default="1g")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument(
+        "--weight-decimals",
+        type=int,
+        default=3,
+        help="relation weights' precision (3: many ties, as extracted weights have)",
+    )
+    parser.add_argument(
         "--load-only", action="store_true", help="load the --uri database, measure nothing"
     )
     args = parser.parse_args()
 
     t0 = time.perf_counter()
-    graph = generate(args.scale, args.supernodes, args.seed)
+    graph = generate(args.scale, args.supernodes, args.seed, args.weight_decimals)
     print(f"generated {len(graph['entities'])} entities, {len(graph['relations'])} relations, "
           f"{len(graph['chunks'])} chunks, {args.supernodes} supernodes in "
           f"{time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
@@ -416,7 +424,8 @@ def main() -> None:
 
         with throwaway_cluster(free_port()) as pg:
             t0 = time.perf_counter()
-            load(pg.dsn, graph["entities"], [r[:6] for r in graph["relations"]])
+            load(pg.dsn, graph["entities"], [r[:6] for r in graph["relations"]],
+                 mentions=[m for c in graph["chunks"] for m in c[3]])  # fmt: skip
             print(f"postgres loaded in {time.perf_counter() - t0:.1f}s", flush=True)
             runs.update(measure_pg(pg.dsn, settings, runs, graph["hubs"]))
     print()

@@ -463,6 +463,7 @@ class SearchService:
             "relation_types": relation_types,
             "fanout": self._search.fanout,
             "frontier_cap": self._search.frontier_cap,
+            "hub_degree": self._search.hub_degree,
             "limit": min(limit or self._search.row_cap, self._search.row_cap),
         }
         result = await self.guard.run("entity_neighborhood", params)
@@ -698,12 +699,14 @@ class SearchService:
             self.guard.run(
                 "seed_expansion",
                 {
-                    "entity_ids": list(seeds),
+                    # strongest first: the frontier cap keeps their neighbours
+                    "entity_ids": sorted(seeds, key=lambda eid: -seeds[eid][0]),
                     "depth": req.depth,
                     "as_of": req.as_of or datetime.now(UTC),
                     "relation_types": req.relation_types,
                     "fanout": self._search.fanout,
                     "frontier_cap": self._search.frontier_cap,
+                    "hub_degree": self._search.hub_degree,
                     "limit": min(self._search.expansion_limit, self._search.row_cap),
                 },
             ),
@@ -837,6 +840,7 @@ def _warm_up_calls(
             ("seed_expansion", {"entity_ids": ids[:_MAX_SEEDS], "depth": depth,
                                 "as_of": datetime.now(UTC), "fanout": search.fanout,
                                 "frontier_cap": search.frontier_cap,
+                                "hub_degree": search.hub_degree,
                                 "limit": min(search.expansion_limit, search.row_cap)})
             for depth in DEPTHS
         ]  # fmt: skip

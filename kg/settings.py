@@ -292,6 +292,13 @@ class SearchSettings(BaseModel):
     default_type_weight: float = Field(0.7, ge=0, le=1)
     fanout: int = Field(50, ge=1, le=1000, description="Relations read per node per hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
+    hub_degree: int | None = Field(
+        1000,
+        ge=1,
+        description="Past the seeds, a node with more relationships than this (mentions "
+        "included) is reached but not expanded: a hub costs a read of all its relations and "
+        "adds little. `off` expands every node.",
+    )
     rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal rank fusion constant.")
     expansion_limit: int = Field(
         300, ge=1, le=10_000, description="Relations local search reads per expansion."
@@ -349,6 +356,13 @@ class SearchSettings(BaseModel):
         "jumping back to a seed).",
     )
     ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
+
+    @field_validator("hub_degree", mode="before")
+    @classmethod
+    def _hub_degree_off(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "off", "none"):
+            return None
+        return value
 
 
 class CommunitySettings(BaseModel):

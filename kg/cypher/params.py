@@ -143,6 +143,13 @@ class _Expansion(TemplateParams):
     fanout: int = Field(50, ge=1, le=500, description="Relations read per node and hop.")
     frontier_cap: int = Field(200, ge=1, le=5000, description="Nodes expanded per hop.")
     limit: int = Field(500, ge=1, le=MAX_ROWS)
+    hub_degree: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000_000,
+        description="Past the first hop, nodes with more relationships than this are reached "
+        "but not expanded (none: every node is).",
+    )
 
     def variant(self) -> str:
         return f"depth{self.depth}"
@@ -153,6 +160,7 @@ class _Expansion(TemplateParams):
     def _common(self) -> dict[str, Any]:
         return {
             "relation_types": self.relation_types,
+            "hub_degree": self.hub_degree,
             "fanout": self.fanout,
             "frontier_cap": self.frontier_cap,
             "limit": self.limit,

@@ -51,8 +51,11 @@ _HOP_EDGES: LiteralString = (
     "  UNWIND edges AS e\n"
     "  RETURN count(DISTINCT e.r) AS found\n"
     "}\n"
-    "CALL (frontier, found) {\n"
+    "CALL (frontier, found, hop) {\n"
     "  UNWIND CASE WHEN found < $limit THEN frontier ELSE [] END AS f\n"
+    # Hubs past the seeds are reached, not expanded: their degree is one lookup, a read of
+    # their relations is not (docs/search.md, "Hubs").
+    "  WITH f WHERE hop = 1 OR $hub_degree IS NULL OR COUNT { (f)--() } <= $hub_degree\n"
     "  CALL (f) {\n"
     # Not (f)-[r:!MENTIONS&...]-: measured, the negated types double the db hits.
     "    MATCH (f)-[r]-(n:Entity)\n"
@@ -87,8 +90,11 @@ _LAST_HOP: LiteralString = (
     "WITH edges + [x IN rels | {r: x, hop: hop}] AS edges\n"
 )
 
+# The seeds in the order given (the strongest first, from search), so the frontier cap keeps
+# the neighbours of the stronger seeds.
 _EXPANSION_HEAD: LiteralString = (
-    "MATCH (seed:Entity) WHERE seed.id IN $entity_ids\n"
+    "UNWIND $entity_ids AS seed_id\n"
+    "MATCH (seed:Entity {id: seed_id})\n"
     "WITH collect(DISTINCT seed) AS frontier\n"
     "WITH frontier, frontier AS seen, [] AS edges, 1 AS hop\n"
 )
@@ -119,6 +125,7 @@ def expansion(depth: int) -> LiteralString:
 
     Per hop: at most ``$fanout`` relations per node (heaviest first, so a supernode with 100k
     relations costs one bounded top-k read) and at most ``$frontier_cap`` new nodes go on.
+    Past the first hop, a node with more than ``$hub_degree`` relationships is not expanded.
     Seen nodes are not expanded again; each relation is reported once, at its first hop.
     """
     _check(depth)

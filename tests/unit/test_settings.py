@@ -70,3 +70,20 @@ def test_secrets_never_print(monkeypatch: pytest.MonkeyPatch) -> None:
     for secret in ("hunter2-very-secret", "sk-live-abc123", "key-one", "key-two"):
         assert secret not in dumped
     assert [k.get_secret_value() for k in s.api.api_keys] == ["key-one", "key-two"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("off", None), ("", None), ("250", 250)])
+def test_hub_degree_can_be_turned_off(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: int | None
+) -> None:
+    monkeypatch.setenv("KG_SEARCH__HUB_DEGREE", value)
+    assert Settings().search.hub_degree == expected
+
+
+def test_hub_degree_defaults_to_a_bound_and_rejects_nonsense(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().search.hub_degree == 1000
+    monkeypatch.setenv("KG_SEARCH__HUB_DEGREE", "0")
+    with pytest.raises(ValueError, match="hub_degree"):
+        Settings()

@@ -25,12 +25,12 @@ from kg.search import rrf
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
 PINNED = {
-    ("entity_neighborhood", "depth1"): "9d4a5997eb223bbc",
-    ("entity_neighborhood", "depth2"): "b3181668546e8ae8",
-    ("entity_neighborhood", "depth3"): "725c474d92228238",
-    ("seed_expansion", "depth1"): "9d4a5997eb223bbc",
-    ("seed_expansion", "depth2"): "b3181668546e8ae8",
-    ("seed_expansion", "depth3"): "725c474d92228238",
+    ("entity_neighborhood", "depth1"): "7a17a116722bbfbb",
+    ("entity_neighborhood", "depth2"): "7a7d4df958b446ec",
+    ("entity_neighborhood", "depth3"): "1cc7f1585b6537be",
+    ("seed_expansion", "depth1"): "7a17a116722bbfbb",
+    ("seed_expansion", "depth2"): "7a7d4df958b446ec",
+    ("seed_expansion", "depth3"): "1cc7f1585b6537be",
     ("paths_between", "depth1"): "26b6fa733c29fa9d",
     ("paths_between", "depth2"): "48f4ee847f913f50",
     ("paths_between", "depth3"): "386103bfccf503d9",
