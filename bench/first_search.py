@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/first_search.py                 # 3 trials, ~2 min
     .venv/bin/python bench/first_search.py --trials 5 --workers 2
+    .venv/bin/python bench/first_search.py --warm-up-searches 0     # planning only
+    .venv/bin/python bench/first_search.py --keep-server            # Neo4j not restarted
 
 A throwaway local Neo4j gets the example graph (``kg.ingest`` with its triplets file). Each
 trial restarts that server (its page cache and query caches start empty, as after a reboot),
@@ -48,14 +50,15 @@ QUESTIONS = [
 ]
 
 
-def _env(settings: Settings, port: int, workers: int) -> dict[str, str]:
+def _env(settings: Settings, port: int, args: argparse.Namespace) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
     env.update(
         KG_NEO4J__URI=settings.neo4j.uri,
         KG_NEO4J__USERNAME=settings.neo4j.username,
         KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
         KG_API__PORT=str(port),
-        KG_API__WORKERS=str(workers),
+        KG_API__WORKERS=str(args.workers),
+        KG_SEARCH__WARM_UP_SEARCHES=str(args.warm_up_searches),
         KG_LOG_LEVEL="WARNING",
         PYTHONPATH=str(REPO),
     )
@@ -73,7 +76,7 @@ def trial(settings: Settings, args: argparse.Namespace) -> tuple[float, float, f
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "serve", "--port", str(port)],
-        cwd=REPO, env=_env(settings, port, args.workers), stdout=subprocess.DEVNULL,
+        cwd=REPO, env=_env(settings, port, args), stdout=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -104,6 +107,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--warm", type=int, default=24, help="searches after the first")
     parser.add_argument("--workers", type=int, default=1, help="kg serve --workers")
+    parser.add_argument(
+        "--keep-server", action="store_true", help="no Neo4j restart between trials"
+    )
+    parser.add_argument(
+        "--warm-up-searches", type=int, default=3, help="KG_SEARCH__WARM_UP_SEARCHES (0: off)"
+    )
     args = parser.parse_args()
     with throwaway_server(password="kg-bench-password") as settings:
         with open_driver(settings.neo4j) as driver:
@@ -117,8 +126,9 @@ def main() -> None:
         print("| trial | start-up | first search | warm p50 | first / warm |")
         print("|---|---|---|---|---|")
         for n in range(1, args.trials + 1):
-            server.stop()
-            server.start()
+            if not args.keep_server:
+                server.stop()
+                server.start()
             started, first, warm = trial(settings, args)
             rows.append((started, first, warm, first / warm))
             print(f"| {n} | {started:.0f} ms | {first:.1f} ms | {warm:.1f} ms | "
