@@ -420,7 +420,7 @@ class SearchService:
                 req = SearchRequest(query=f"What does {name} depend on?", depth=depth, mode=mode)
                 await self._local_search(req, translate=False)
                 ran += 1
-        except KGError as exc:
+        except (KGError, ValueError) as exc:  # ValueError: a sampled name no request takes
             logger.warning("start-up warm-up search stopped early: %s", exc)
         return ran
 
@@ -767,6 +767,14 @@ class SearchService:
         links: list[tuple[str, str, float]] = []
         form_of = _cached_form
         about = self._search.about_weight
+
+        def weight(name: object, title: tuple[str, ...] | None) -> float:
+            # An untitled chunk (most, in some corpora) needs no name put in its form; a name
+            # with no form is about no title.
+            if title is None or form_of(str(name or "")) != title:
+                return 1.0
+            return about
+
         for _ in range(depth):
             if not frontier:
                 break
@@ -783,11 +791,9 @@ class SearchService:
             new: dict[str, int] = {}
             for row in result.rows:
                 chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
-                name = form_of(str(row.get("name") or ""))
-                links.append((chunk, str(row["entity"]), about if name == title else 1.0))
+                links.append((chunk, str(row["entity"]), weight(row.get("name"), title)))
                 for m in row.get("mentioned") or []:
-                    name = form_of(str(m.get("name") or ""))
-                    links.append((chunk, str(m["id"]), about if name == title else 1.0))
+                    links.append((chunk, str(m["id"]), weight(m.get("name"), title)))
                     if m["id"] not in expanded:
                         new[str(m["id"])] = int(m.get("mentions") or 0)
             cap = min(self._search.frontier_cap, MAX_HOP_IDS)
