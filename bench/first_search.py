@@ -7,7 +7,7 @@
 
 A throwaway local Neo4j gets the example graph (``kg.ingest`` with its triplets file). Each
 trial restarts that server (its page cache and query caches start empty, as after a reboot),
-starts ``kg serve`` as a user does (a child process, auth off on loopback), waits for
+starts ``kg serve`` as a user does (bench/load_bench.py's child process, auth off), waits for
 ``/health``, then times over HTTP: the first ``POST /search/local``, and ``--warm`` more
 searches after it. Questions cycle through a fixed list (depths 1-3, graph and hybrid modes),
 so the first search is not a repeat of anything. Reported per trial: start-up (process start
@@ -18,10 +18,7 @@ Not part of the test suite.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,7 +28,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
+from bench.load_bench import api_process  # noqa: E402 (after the path insert)
+from kg.graph.driver import open_driver  # noqa: E402
 from kg.graph.schema import apply_schema  # noqa: E402
 from kg.graph.server import LocalNeo4j, free_port, throwaway_server  # noqa: E402
 from kg.settings import Settings  # noqa: E402
@@ -50,21 +48,6 @@ QUESTIONS = [
 ]
 
 
-def _env(settings: Settings, port: int, args: argparse.Namespace) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
-    env.update(
-        KG_NEO4J__URI=settings.neo4j.uri,
-        KG_NEO4J__USERNAME=settings.neo4j.username,
-        KG_NEO4J__PASSWORD=settings.neo4j.password.get_secret_value(),
-        KG_API__PORT=str(port),
-        KG_API__WORKERS=str(args.workers),
-        KG_SEARCH__WARM_UP_SEARCHES=str(args.warm_up_searches),
-        KG_LOG_LEVEL="WARNING",
-        PYTHONPATH=str(REPO),
-    )
-    return env
-
-
 def _body(i: int) -> dict[str, object]:
     query, depth, mode = QUESTIONS[i % len(QUESTIONS)]
     return {"query": query, "depth": depth, "mode": mode, "limit": 10}
@@ -73,32 +56,17 @@ def _body(i: int) -> dict[str, object]:
 def trial(settings: Settings, args: argparse.Namespace) -> tuple[float, float, float]:
     """Start-up ms, first search ms, warm p50 ms, for one fresh `kg serve`."""
     port = free_port()
+    warm_up = {"KG_SEARCH__WARM_UP_SEARCHES": str(args.warm_up_searches)}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port)],
-        cwd=REPO, env=_env(settings, port, args), stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=url, timeout=60) as http:
-            while True:
-                if proc.poll() is not None:
-                    raise SystemExit(f"kg serve exited during start-up ({proc.returncode})")
-                try:
-                    if http.get("/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.05)
-            started = (time.perf_counter() - t0) * 1000
+    with api_process(settings, port, args.workers, extra_env=warm_up, settle_s=0.0):
+        started = (time.perf_counter() - t0) * 1000
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
             times = []
             for i in range(args.warm + 1):
                 t1 = time.perf_counter()
                 resp = http.post("/search/local", json=_body(i))
                 resp.raise_for_status()
                 times.append((time.perf_counter() - t1) * 1000)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
     return started, times[0], statistics.median(times[1:])
 
 

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,9 +135,18 @@ def _names(driver: Driver, db: str, args: argparse.Namespace, started: float | N
 
 
 @contextmanager
-def api_process(settings: Settings, port: int, workers: int) -> Iterator[subprocess.Popen[bytes]]:
-    """``kg serve`` in a child process; its settings come from KG_ variables (the caller's
-    KG_SEARCH__ / KG_API__ tuning passes through)."""
+def api_process(
+    settings: Settings,
+    port: int,
+    workers: int,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    settle_s: float | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``kg serve`` in a child process, yielded once ``/health`` answers 200 and, with several
+    workers, ``settle_s`` later (default 2 s: the other workers finish their start-up). Its
+    settings come from KG_ variables: the caller's KG_SEARCH__ / KG_API__ tuning passes
+    through, then ``extra_env``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_NEO4J"))}
     env.update(
         KG_NEO4J__URI=settings.neo4j.uri,
@@ -147,6 +156,7 @@ def api_process(settings: Settings, port: int, workers: int) -> Iterator[subproc
         KG_RESOLVE__EMBEDDING_DIM=str(settings.resolve.embedding_dim),
         KG_API__REQUIRE_AUTH="false",
         KG_LOG_LEVEL="WARNING",
+        **(extra_env or {}),
     )
     cmd = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
            "--port", str(port), "--workers", str(workers)]  # fmt: skip
@@ -163,8 +173,8 @@ def api_process(settings: Settings, port: int, workers: int) -> Iterator[subproc
                 pass
             if time.monotonic() > deadline:
                 raise SystemExit("the API did not become healthy within 300 s")
-            time.sleep(0.25)
-        time.sleep(2.0 if workers > 1 else 0.0)  # the other workers finish their start-up
+            time.sleep(0.05)
+        time.sleep(settle_s if settle_s is not None else 2.0 if workers > 1 else 0.0)
         yield proc
     finally:
         if proc.poll() is None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
 import threading
 import time
 from types import TracebackType
 from typing import Any
 
+import httpx
 import uvicorn
 from litestar import Litestar
 
@@ -126,6 +128,23 @@ class TcpForwarder:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
+
+
+def wait_until_served(
+    url: str, proc: subprocess.Popen[str], *, timeout_s: float = 60, status: int | None = None
+) -> None:
+    """Wait until ``GET url`` answers (with ``status``, when given) from the API that ``proc``
+    runs; RuntimeError with its output if it exits first, TimeoutError past ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the API exited: {proc.stdout.read() if proc.stdout else ''}")
+        with contextlib.suppress(httpx.HTTPError):
+            answer = httpx.get(url, timeout=2)
+            if status is None or answer.status_code == status:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(url)
 
 
 def api_settings(settings: Settings, **api: Any) -> Settings:

@@ -26,7 +26,13 @@ from api.app import create_app
 from api.serving import uvicorn_options
 from kg.settings import Settings
 from tests.apidata import wipe, write_graph
-from tests.apiserver import LiveServer, api_settings, free_port, verified_once_factory
+from tests.apiserver import (
+    LiveServer,
+    api_settings,
+    free_port,
+    verified_once_factory,
+    wait_until_served,
+)
 from tests.clienv import cli_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,18 +165,6 @@ def _non_loopback_address() -> str | None:
     return next((a for a in candidates if not a.startswith(("127.", "0."))), None)
 
 
-def _wait_for(url: str, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the API exited: {proc.stdout.read() if proc.stdout else ''}")
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.get(url, timeout=1)
-            return
-        time.sleep(0.2)
-    raise TimeoutError(url)
-
-
 def test_uvicorn_on_all_interfaces_serves_no_one_beyond_loopback_without_keys(
     graph: Driver, settings: Settings, tmp_path: Path
 ) -> None:
@@ -189,7 +183,7 @@ def test_uvicorn_on_all_interfaces_serves_no_one_beyond_loopback_without_keys(
             cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
     try:
-        _wait_for(f"http://127.0.0.1:{port}/health", proc)
+        wait_until_served(f"http://127.0.0.1:{port}/health", proc)
         remote = f"http://{address}:{port}"
         for _ in range(3):
             resp = httpx.get(remote + "/templates", timeout=30)

@@ -18,7 +18,7 @@ from neo4j import Driver
 
 from kg.settings import Settings
 from tests.apidata import wipe, write_graph
-from tests.apiserver import free_port
+from tests.apiserver import free_port, wait_until_served
 from tests.clienv import cli_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,19 +45,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "kg serve exited during start-up"
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise TimeoutError(url)
-
-
 def test_two_workers_share_the_port_and_the_query_slots(
     graph: Driver, settings: Settings, tmp_path: Path
 ) -> None:
@@ -77,7 +64,7 @@ def test_two_workers_share_the_port_and_the_query_slots(
     url = f"http://127.0.0.1:{port}"
     started: set[int] = set()
     try:
-        _wait_healthy(url, proc)
+        wait_until_served(url + "/health", proc, timeout_s=120, status=200)
         # both workers finish start-up (each verifies the templates) before the count is taken
         deadline = time.monotonic() + 60
         while log.read_text().count("Application startup complete") < 2:
