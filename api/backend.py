@@ -20,7 +20,7 @@ from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavaila
 
 from kg.errors import Overloaded, StoreError, StoreUnavailable
 from kg.redact import scrub, settings_secrets
-from kg.search_models import (
+from kg.search.models import (
     EntityDetail,
     Neighborhood,
     SearchRequest,

@@ -1,4 +1,4 @@
-"""API-only response models; search request/response shapes live in ``kg.search_models``."""
+"""API-only response models; search request/response shapes live in ``kg.search.models``."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ from kg.client import KnowledgeGraph, search_service
 from kg.graph.driver import open_async_driver, open_driver
 from kg.resolve.embed import make_chunk_embedder
 from kg.resolve.normalize import transliterate
-from kg.search_models import SEARCH_MODES, SearchRequest
+from kg.search.models import SEARCH_MODES, SearchRequest
 from kg.settings import SearchSettings, Settings
 
 DATA = Path(__file__).resolve().parent / "data" / "xquad"

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kg.client import KnowledgeGraph, search_service
 from kg.graph.driver import open_async_driver, open_driver
 from kg.resolve.embed import make_chunk_embedder
-from kg.search_models import SEARCH_MODES, SearchRequest
+from kg.search.models import SEARCH_MODES, SearchRequest
 from kg.settings import Settings
 
 DATA = Path(__file__).resolve().parent / "data" / "hotpotqa"

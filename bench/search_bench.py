@@ -44,8 +44,8 @@ from kg.graph.meta import ensure_current
 from kg.graph.schema import apply_schema
 from kg.resolve import make_embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
+from kg.search.service import SearchService
 from kg.settings import Settings
 
 TYPES: tuple[LiteralString, ...] = (

@@ -17,7 +17,7 @@ service to split it into:
   ``db.clearQueryCaches()`` and of the run after it.
 
 The Python steps (embedding, ranking, PageRank, the response models and their JSON) are timed
-in place by wrapping the functions kg.search calls. Not part of the test suite.
+in place by wrapping the functions kg.search.service calls. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from neo4j import READ_ACCESS, AsyncDriver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kg.search as search_module
+import kg.search.service as search_module
 from bench.search_bench import entity_names
 from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
+from kg.search.service import SearchService
 from kg.settings import Settings
 
 
@@ -107,7 +107,7 @@ async def _plan_times(
 
 
 def _install(recorder: Recorder) -> None:
-    """Time the Python steps kg.search calls (module-level names, looked up per call)."""
+    """Time the Python steps kg.search.service calls (module-level names, looked up per call)."""
     for name in ("_embed", "rank_expansion", "personalized_pagerank", "graph_chunks"):
         setattr(search_module, name, recorder.timed(name, getattr(search_module, name)))
 

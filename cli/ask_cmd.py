@@ -12,7 +12,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
-from kg.answer import AnswerMode, AnswerRequest, AnswerResponse
+from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
 
 console = Console()
 err_console = Console(stderr=True)

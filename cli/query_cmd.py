@@ -14,7 +14,7 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
-from kg.nlquery import QueryResponse
+from kg.answer.nlquery import QueryResponse
 
 console = Console()
 err_console = Console(stderr=True)

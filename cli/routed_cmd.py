@@ -15,7 +15,7 @@ from rich.table import Table
 
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
 from kg.errors import validation_errors
-from kg.global_models import GlobalSearchResponse, RoutedRequest, RoutedResponse
+from kg.search.global_models import GlobalSearchResponse, RoutedRequest, RoutedResponse
 
 console = Console()
 err_console = Console(stderr=True)

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
 from kg.errors import validation_errors
-from kg.search_models import Mode
+from kg.search.models import Mode
 
 console = Console()
 err_console = Console(stderr=True)

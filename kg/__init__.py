@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         StoreUnavailable,
     )
     from kg.ingest import IngestSummary
-    from kg.search_models import (
+    from kg.search.models import (
         EntityDetail,
         Neighborhood,
         SearchRequest,
@@ -57,7 +57,7 @@ _HOME = {
     **dict.fromkeys(
         ["EntityDetail", "Neighborhood", "SearchRequest", "SearchResponse", "TemplateInfo",
          "TemplateResult"],
-        "kg.search_models",
+        "kg.search.models",
     ),
 }  # fmt: skip
 

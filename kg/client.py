@@ -38,18 +38,13 @@ from neo4j import AsyncDriver, Driver
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
-from kg.answer import AnswerRequest, AnswerResponse
-from kg.answer import answer as run_answer
+from kg.answer.cited import AnswerRequest, AnswerResponse
+from kg.answer.cited import answer as run_answer
+from kg.answer.nlquery import QueryRequest, QueryResponse
+from kg.answer.nlquery import query as run_query
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
-from kg.global_models import (
-    GlobalSearchRequest,
-    GlobalSearchResponse,
-    RoutedRequest,
-    RoutedResponse,
-)
-from kg.global_search import global_search as run_global_search
 from kg.graph.driver import open_async_driver, open_driver, verify
 from kg.graph.meta import MODEL_VERSION, read_model
 from kg.graph.migrate import MigrationReport
@@ -59,13 +54,15 @@ from kg.graph.schema import apply_schema as run_apply_schema
 from kg.graph.server import LocalNeo4j
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
-from kg.nlquery import QueryRequest, QueryResponse
-from kg.nlquery import query as run_query
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import make_chunk_embedder
-from kg.routed import routed_search as run_routed_search
-from kg.search import SearchService
-from kg.search_models import (
+from kg.search.global_models import (
+    GlobalSearchRequest,
+    GlobalSearchResponse,
+    RoutedRequest,
+    RoutedResponse,
+)
+from kg.search.models import (
     EntityDetail,
     Neighborhood,
     SearchRequest,
@@ -73,6 +70,9 @@ from kg.search_models import (
     TemplateInfo,
     TemplateResult,
 )
+from kg.search.routed import routed_search as run_routed_search
+from kg.search.service import SearchService
+from kg.search.signals.communities import CommunityReports
 from kg.settings import Settings
 
 __all__ = [
@@ -351,7 +351,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.global_search_request(_global_request(query, level, limit))
 
     async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
-        call = run_global_search(self.service, self.settings, request)
+        call = CommunityReports(self.service, self.settings).search(request)
         return await _read("global search", call)
 
     async def routed_search(self, request: RoutedRequest) -> RoutedResponse:

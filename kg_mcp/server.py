@@ -20,10 +20,10 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from kg import AsyncKnowledgeGraph, KGError
-from kg.answer import AnswerMode, AnswerRequest
+from kg.answer.cited import AnswerMode, AnswerRequest
 from kg.errors import validation_errors
 from kg.instants import AsOf as AsOfType
-from kg.search_models import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS, MIN_DEPTH, SearchRequest
+from kg.search.models import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS, MIN_DEPTH, SearchRequest
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

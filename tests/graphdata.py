@@ -20,7 +20,7 @@ from kg.cypher.templates import REGISTRY, Registry
 from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
 from kg.resolve.embed import make_chunk_embedder
-from kg.search import SearchService
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.fixture_model import as_current_model
 

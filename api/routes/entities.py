@@ -10,7 +10,7 @@ from litestar.params import PathParameter, QueryParameter
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search_models import MAX_DEPTH, MIN_DEPTH, EntityDetail, Neighborhood
+from kg.search.models import MAX_DEPTH, MIN_DEPTH, EntityDetail, Neighborhood
 
 #: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
 EntityId = Annotated[

@@ -14,8 +14,8 @@ from litestar.params import JSONBody
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.answer import AnswerRequest, AnswerResponse, answer
-from kg.nlquery import QueryRequest, QueryResponse, query
+from kg.answer.cited import AnswerRequest, AnswerResponse, answer
+from kg.answer.nlquery import QueryRequest, QueryResponse, query
 from kg.settings import Settings
 
 

@@ -9,14 +9,14 @@ from litestar.params import JSONBody
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.global_models import (
+from kg.search.global_models import (
     GlobalSearchRequest,
     GlobalSearchResponse,
     RoutedRequest,
     RoutedResponse,
 )
-from kg.global_search import global_search
-from kg.routed import routed_search
+from kg.search.routed import routed_search
+from kg.search.signals.communities import global_search
 from kg.settings import Settings
 
 

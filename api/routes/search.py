@@ -8,7 +8,7 @@ from litestar.params import JSONBody
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search_models import SearchRequest, SearchResponse
+from kg.search.models import SearchRequest, SearchResponse
 
 
 class SearchController(Controller):

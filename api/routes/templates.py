@@ -10,7 +10,7 @@ from litestar.params import JSONBody, PathParameter
 
 from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search_models import TemplateInfo, TemplateResult
+from kg.search.models import TemplateInfo, TemplateResult
 
 TemplateName = Annotated[
     str, PathParameter(min_length=1, max_length=64, description="A name from GET /templates.")

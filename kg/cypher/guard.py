@@ -49,7 +49,7 @@ from kg.errors import (
     rejected,
     translate,
 )
-from kg.search_models import TemplateResult
+from kg.search.models import TemplateResult
 from kg.settings import Settings
 
 #: The parameter a packed template's text reads: how many rows to pack (the cap + 1).
@@ -162,7 +162,9 @@ class Guard:
                     f"template {name} takes {template.params.__name__}",
                     errors=[{"field": "params", "reason": "wrong parameter model"}],
                 )
-            raw: dict[str, Any] = params.model_dump()  # checked again against this graph
+            # Checked again against this graph; callers may pass a model_construct()ed one
+            # (kg.search.signals.base), whose values are validated here, not when dumped.
+            raw: dict[str, Any] = params.model_dump(warnings=False)
         elif isinstance(params, Mapping):
             raw = dict(params)
         else:

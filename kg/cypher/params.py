@@ -24,10 +24,10 @@ from pydantic import (
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
-from kg.search_models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
+from kg.search.models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
 from kg.words import MAX_WORD_CHARS
 
-__all__ = ["DEPTHS", "Depth"]  # re-exported: the rule itself lives in kg.search_models
+__all__ = ["DEPTHS", "Depth"]  # re-exported: the rule itself lives in kg.search.models
 
 MAX_ID_CHARS = 256
 MAX_IDS = 200
@@ -289,7 +289,7 @@ class ChunksByTextParams(TemplateParams):
     """Fulltext (BM25) over chunk text and title in every language's index.
 
     ``text`` (plain text, escaped here) goes to each index; ``texts`` may give one language
-    its own text instead (a translation, or a transliteration: kg.search). The index names
+    its own text instead (a translation, or a transliteration: kg.search.service). The index names
     come from :mod:`kg.languages`, never from the caller.
     """
 
@@ -298,7 +298,7 @@ class ChunksByTextParams(TemplateParams):
     fuzzy: dict[LanguageCode, list[_FuzzyWord]] = Field(
         default_factory=dict,
         description="Words a language's index also matches within 1 edit (2 from 7 letters): "
-        "a Russian question's transliterated stems against English text (kg.search).",
+        "a Russian question's transliterated stems against English text (kg.search.service).",
     )
     k: int = Field(20, ge=1, le=1000)
 

@@ -34,7 +34,7 @@ from kg.cypher.params import (
     TemplateParams,
 )
 from kg.errors import NotFoundError
-from kg.search_models import TemplateInfo
+from kg.search.models import TemplateInfo
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from kg.cypher.admission import current_client
 from kg.cypher.params import NoParams
 from kg.cypher.templates import REGISTRY, Template
 from kg.errors import QueryTimeout
-from kg.search import SearchService
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.graphdata import tuned, with_service
 

@@ -18,7 +18,7 @@ from api.app import create_app
 from kg.cypher.params import NoParams
 from kg.cypher.templates import REGISTRY, Template
 from kg.resolve import make_embedder
-from kg.search import SearchService
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.apidata import wipe, write_graph
 from tests.apiserver import LiveServer, TcpForwarder, api_settings, free_port

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from neo4j import Driver
 
 from api.app import create_app
-from kg.search_models import SEARCH_MODES
+from kg.search.models import SEARCH_MODES
 from kg.settings import Settings
 from tests.apidata import graph_counts, graph_fingerprint, wipe, write_graph
 from tests.apiserver import LiveServer, api_settings, verified_once_factory

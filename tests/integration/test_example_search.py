@@ -10,12 +10,12 @@ from pathlib import Path
 
 from neo4j import Driver
 
-from kg.global_models import RoutedResponse
 from kg.graph.driver import open_async_driver
 from kg.ingest import ingest
 from kg.resolve import make_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest, SearchResponse
+from kg.search.global_models import RoutedResponse
+from kg.search.models import SearchRequest, SearchResponse
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.clienv import cli_env
 

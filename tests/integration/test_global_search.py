@@ -18,8 +18,8 @@ from neo4j import Driver
 from api.app import create_app
 from kg.client import AsyncKnowledgeGraph
 from kg.communities.build import build_communities
-from kg.global_models import GlobalSearchResponse, RoutedRequest
 from kg.ingest import ingest
+from kg.search.global_models import GlobalSearchResponse, RoutedRequest
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings, verified_once_factory
 from tests.clienv import cli_env

@@ -23,8 +23,8 @@ from kg.errors import (
     StoreUnavailable,
 )
 from kg.graph.server import free_port
-from kg.search import SearchService
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.graphdata import counts, tuned, with_service, write_test_graph
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from neo4j import Driver
 
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
 from kg.settings import Settings
 from tests.graphdata import tuned, with_service
 

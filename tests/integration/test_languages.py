@@ -17,8 +17,8 @@ from kg.graph.driver import open_async_driver
 from kg.graph.meta import MODEL_VERSION, read_model, stamp
 from kg.ingest import ingest
 from kg.resolve import make_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest, SearchResponse
+from kg.search.models import SearchRequest, SearchResponse
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.clienv import cli_env
 

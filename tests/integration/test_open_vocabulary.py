@@ -18,7 +18,7 @@ from kg.errors import GraphModelError
 from kg.graph.meta import MODEL_VERSION, read_model, stamp
 from kg.graph.migrate import migrate
 from kg.ingest import ingest, make_writer
-from kg.search_models import SearchRequest, SearchResponse
+from kg.search.models import SearchRequest, SearchResponse
 from kg.settings import Settings
 from tests.clienv import cli_env
 from tests.graphdata import with_service

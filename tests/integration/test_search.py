@@ -11,8 +11,8 @@ import pytest
 from neo4j import Driver
 
 from kg.errors import NotFoundError
-from kg.search import SearchService
-from kg.search_models import EntityDetail, Neighborhood, SearchRequest, SearchResponse
+from kg.search.models import EntityDetail, Neighborhood, SearchRequest, SearchResponse
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.graphdata import tuned, with_service, write_test_graph
 

@@ -26,8 +26,8 @@ from kg.cypher import REGISTRY
 from kg.errors import QueryTimeout, StoreError
 from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
-from kg.search import SearchService
-from kg.search_models import SearchRequest, TemplateResult
+from kg.search.models import SearchRequest, TemplateResult
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.apidata import wipe
 from tests.fixture_model import as_current_model

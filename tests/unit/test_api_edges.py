@@ -21,7 +21,7 @@ from api.auth import AccessPolicy, arrived_on_loopback, host_name, is_json_media
 from api.logs import RepeatFilter
 from kg.errors import ClientBusy, Overloaded, QueryRejected
 from kg.redact import RedactFilter, env_secrets, scrub, settings_secrets
-from kg.search_models import (
+from kg.search.models import (
     EntityDetail,
     Neighborhood,
     SearchRequest,

@@ -26,7 +26,7 @@ from kg.errors import (
     StoreError,
     StoreUnavailable,
 )
-from kg.search_models import (
+from kg.search.models import (
     EntityDetail,
     Neighborhood,
     SearchRequest,

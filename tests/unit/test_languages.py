@@ -16,7 +16,7 @@ from kg.languages import (
     stem,
     stems,
 )
-from kg.retrieval import asked_types, cognate_stems, question_ngrams, spellings
+from kg.search.retrieval import asked_types, cognate_stems, question_ngrams, spellings
 from kg.words import words
 
 

@@ -25,7 +25,7 @@ from kg.cypher.params import (
 )
 from kg.errors import ClientBusy, Overloaded
 from kg.instants import AsOf
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
 
 # -- as_of ---------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from kg.cypher.params import NeighborhoodParams
 from kg.extract.predicates import PREDICATE_RE, normalize_predicate
 from kg.models import RELATION_TYPE_RE, STRUCTURAL_TYPES, is_relation_type
-from kg.search_models import SearchRequest
+from kg.search.models import SearchRequest
 
 
 @pytest.mark.parametrize(

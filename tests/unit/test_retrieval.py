@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kg.retrieval import (
+from kg.search.fusion import fuse
+from kg.search.retrieval import (
     Ngram,
-    fuse,
     longest_links,
     personalized_pagerank,
     question_ngrams,

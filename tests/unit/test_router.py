@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kg.router import MAX_PHRASES, link_by_names, phrases, route
-from kg.search_models import MODES, SEARCH_MODES
+from kg.search.models import MODES, SEARCH_MODES
+from kg.search.router import MAX_PHRASES, link_by_names, phrases, route
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = REPO / "tests" / "data" / "router" / "questions.tsv"

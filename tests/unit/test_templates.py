@@ -20,7 +20,7 @@ from kg.cypher.params import (
 )
 from kg.cypher.render import expansion, paths_between
 from kg.errors import NotFoundError
-from kg.search import rrf
+from kg.search.fusion import rrf
 
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kg.cypher.guard import Guard
-from kg.search import _warm_up_calls
+from kg.search.startup import warm_up_calls as _warm_up_calls
 from kg.settings import Settings
 
 

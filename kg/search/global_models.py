@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kg.instants import AsOf
-from kg.search_models import (
+from kg.search.models import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
     MAX_RELATION_FILTERS,

@@ -32,7 +32,7 @@ from pydantic import (
 
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ask
-from kg.search_models import (
+from kg.search.models import (
     MAX_QUERY_CHARS,
     ChunkHit,
     Depth,

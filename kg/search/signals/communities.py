@@ -33,15 +33,15 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_not_exception_type
 
 from kg.extract.budget import RunBudget
 from kg.extract.client import MODES
-from kg.global_models import (
+from kg.search.global_models import (
     CommunityHit,
     GlobalPoint,
     GlobalSearchRequest,
     GlobalSearchResponse,
     ReportFinding,
 )
-from kg.router import STOP_WORDS, words
-from kg.search_models import TemplateResult
+from kg.search.models import TemplateResult
+from kg.search.router import STOP_WORDS, words
 from kg.settings import Settings
 
 __all__ = ["MapAnswer", "ReduceAnswer", "TemplateRunner", "global_search"]
@@ -277,3 +277,15 @@ async def _ask_text(
     usage = getattr(completion, "usage", None)
     budget.add_tokens(int(getattr(usage, "total_tokens", 0) or 0))
     return answer
+
+
+class CommunityReports:
+    """The global signal as a retriever: community reports ranked for the question (and, with
+    ``communities.global_answer = llm``, map-reduced into an answer)."""
+
+    def __init__(self, runner: TemplateRunner, settings: Settings) -> None:
+        self._runner = runner
+        self._settings = settings
+
+    async def search(self, query: GlobalSearchRequest) -> GlobalSearchResponse:
+        return await global_search(self._runner, self._settings, query)

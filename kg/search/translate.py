@@ -7,7 +7,7 @@ written in, with the entity names it mentions as they would be written in that l
 text index of each language then gets its own translation, the dense signal the English one,
 and question linking the translated names too.
 
-The answer is a validated :class:`~kg.search_models.QuestionTranslation` (instructor); the call
+The answer is a validated :class:`~kg.search.models.QuestionTranslation` (instructor); the call
 is counted against the request's LLM budget (``answer.max_calls``, ``answer.max_tokens``, as
 for answers) and the result cached per question and target languages, so asking again costs
 nothing. A failing endpoint never fails the search: it runs on the original question and says
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from kg.languages import BY_CODE, LanguageCode
 from kg.llm import LLMEndpoint, LLMUsage, ask
-from kg.search_models import QuestionTranslation, TranslatedQuestion
+from kg.search.models import QuestionTranslation, TranslatedQuestion
 from kg.settings import Settings
 
 #: Translations kept in memory, least recently used dropped first.

@@ -1,6 +1,6 @@
-"""The pure parts of local search: question linking, graph propagation and rank fusion.
+"""The pure parts of local search: question linking and graph propagation.
 
-No I/O here: :mod:`kg.search` reads through guarded templates and calls these.
+No I/O here: :mod:`kg.search.service` reads through guarded templates and calls these.
 
 - :func:`question_ngrams` and :func:`longest_links`: the question's word n-grams are looked up
   among entity names and aliases (through the ``entity_names`` fulltext index); an n-gram
@@ -12,7 +12,6 @@ No I/O here: :mod:`kg.search` reads through guarded templates and calls these.
 - :func:`personalized_pagerank`: random walks over entities *and* chunks that restart at the
   seeds; a chunk scores the share of walks that end on it, so a passage two mentions away
   from two seeds outranks one next to a single weak seed.
-- :func:`fuse`: weighted reciprocal rank fusion of several chunk rankings.
 - :func:`cognate_stems`: a Russian question's words transliterated and stripped of their case
   ending, for fuzzy matching against English text (``Теслы`` -> ``tesl``~1 meets ``Tesla``).
 - :func:`asked_types`: the entity types a question asks for ("which *database* ...", "какую
@@ -145,25 +144,6 @@ def personalized_pagerank(
         scores = (1 - damping) * restart + damping * (moved + lost * restart)
     names = list(nodes)
     return {names[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
-
-
-def fuse(
-    rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int
-) -> dict[str, float]:
-    """Weighted reciprocal rank fusion: sum of ``weight / (k + rank)``, scaled so that first in
-    every weighted ranking is 1.0. A ranking whose weight is missing or 0 does not count."""
-    raw: dict[str, float] = {}
-    best = 0.0
-    for name, ranking in rankings.items():
-        weight = weights.get(name, 0.0)
-        if weight <= 0:
-            continue
-        best += weight / (k + 1)
-        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
-            raw[key] = raw.get(key, 0.0) + weight / (k + rank)
-    if best <= 0:
-        return {}
-    return {key: score / best for key, score in raw.items()}
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:

@@ -1,8 +1,8 @@
 """Search in any mode, ``auto`` by default: the router picks, the chosen search runs.
 
 For ``auto`` the question's phrases are linked to entity names and aliases through the
-read-only ``name_links`` template, then :func:`kg.router.route` decides. When the router picks
-global search and the graph has no community reports yet, graph search runs instead and the
+read-only ``name_links`` template, then :func:`kg.search.router.route` decides. When the router
+picks global search and the graph has no community reports yet, graph search runs instead and the
 reason says so.
 """
 
@@ -16,15 +16,15 @@ from instructor.core import InstructorError
 from pydantic import BaseModel, Field
 
 from kg.extract.client import MODES
-from kg.global_models import (
+from kg.search.global_models import (
     MAX_GLOBAL_LIMIT,
     GlobalSearchRequest,
     RoutedRequest,
     RoutedResponse,
 )
-from kg.global_search import global_search
-from kg.router import link_by_names, phrases, route
-from kg.search_models import Mode, SearchRequest, SearchResponse, TemplateResult
+from kg.search.models import Mode, SearchRequest, SearchResponse, TemplateResult
+from kg.search.router import link_by_names, phrases, route
+from kg.search.signals.communities import global_search
 from kg.settings import Settings
 
 __all__ = ["RouteChoice", "Searcher", "link", "routed_search"]

@@ -35,7 +35,7 @@ from pydantic import (
 from kg.errors import QueryRejected
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ReaskFailed, ask
-from kg.search_models import (
+from kg.search.models import (
     MAX_QUERY_CHARS,
     MAX_RELATION_FILTERS,
     Depth,

@@ -121,7 +121,7 @@ class TranslatedQuestion(BaseModel):
 
 
 class QuestionTranslation(BaseModel):
-    """What the LLM answers when asked to translate a question (kg.translate)."""
+    """What the LLM answers when asked to translate a question (kg.search.translate)."""
 
     translations: list[TranslatedQuestion] = Field(min_length=1, max_length=len(LANGUAGES))
 

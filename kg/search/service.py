@@ -1,0 +1,255 @@
+"""Local search: the registered signals over chunks, alone or fused.
+
+Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
+
+- ``text``: Lucene BM25 over chunk text and document title, in each language's fulltext index
+  (``chunk_text_en``, ``chunk_text_ru``: :mod:`kg.languages`), rankings fused.
+- ``vector``: chunks nearest to the question's embedding (the chunk embedder, WordLlama).
+- ``graph``: the question linked to entities (its longest word n-grams equal to names or
+  aliases, weighted by specificity; the entity indexes' fuzzy hits only when it names none);
+  the seeds expanded 1..3 hops through relations (``seed_expansion``) and through passages
+  (``passage_hop``: chunks that mention an entity, entities those chunks mention); chunks
+  ranked by personalized PageRank over that subgraph of entities and chunks, restarting at the
+  seeds. Entities and relations are ranked by seed weight x edge weight x type weight /
+  (hop + 1), counting only relations valid at ``as_of`` (default: now).
+- ``hybrid``: the three chunk rankings fused by weighted reciprocal rank fusion; entities and
+  relations as in ``graph``.
+
+A request's path: :meth:`SearchService.local_search` checks it, translates the question
+(:mod:`kg.search.translate`), runs the mode's signals (:mod:`kg.search.signals`) concurrently,
+fuses their rankings (:mod:`kg.search.fusion`) and builds the response. Start-up and warm-up
+live in :mod:`kg.search.startup`, lookups by id in :mod:`kg.search.entities`.
+
+Every query goes through :class:`~kg.cypher.guard.Guard`; this package builds no Cypher.
+docs/search.md explains the scoring and the measurements behind each choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Coroutine, Mapping
+from datetime import date, datetime
+from typing import Any
+
+from neo4j import AsyncDriver
+
+from kg.cypher.guard import Guard
+from kg.cypher.params import NoParams
+from kg.cypher.templates import REGISTRY, Registry
+from kg.errors import KGError, QueryRejected
+from kg.languages import LANGUAGES, LanguageCode, detect
+from kg.resolve import Embedder
+from kg.resolve.embed import make_chunk_embedder
+from kg.search import startup
+from kg.search.entities import Entities
+from kg.search.fusion import fuse_chunks
+from kg.search.models import (
+    DEPTHS,
+    EntityDetail,
+    Neighborhood,
+    SearchRequest,
+    SearchResponse,
+    TemplateInfo,
+    TemplateResult,
+    TranslatedQuestion,
+)
+from kg.search.ranking import Ranked, Weights
+from kg.search.signals import SIGNALS
+from kg.search.signals.base import Signal, SignalContext, SignalQuery, SignalResult
+from kg.search.translate import Translator
+from kg.settings import Settings
+
+
+async def _all(steps: Mapping[str, Coroutine[Any, Any, Any]]) -> dict[str, Any]:
+    """Run the steps concurrently; on the first failure cancel the rest and raise it."""
+    tasks = {name: asyncio.ensure_future(step) for name, step in steps.items()}
+    try:
+        await asyncio.gather(*tasks.values())
+    except BaseException:
+        for task in tasks.values():
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+        raise
+    return {name: task.result() for name, task in tasks.items()}
+
+
+class SearchService:
+    """Guarded local search over one Neo4j database. The constructor does no I/O."""
+
+    def __init__(
+        self,
+        driver: AsyncDriver,
+        settings: Settings,
+        embedder: Embedder,
+        *,
+        registry: Registry = REGISTRY,
+        chunk_embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self._search = settings.search
+        self._driver = driver
+        self.guard = Guard(driver, settings, registry)
+        weights = Weights.from_settings(settings.search)
+        self.context = SignalContext(
+            guard=self.guard,
+            settings=settings,
+            embedder=embedder,
+            chunk_embedder=chunk_embedder or make_chunk_embedder(settings.chunks),
+            weights=weights,
+        )
+        self._signals: dict[str, Signal] = {
+            name: build(self.context) for name, build in SIGNALS.items()
+        }
+        self._entities = Entities(self.guard, settings.search, weights)
+        self._translator = Translator(settings) if settings.search.translate else None
+        self._languages: tuple[float, tuple[LanguageCode, ...]] = (-math.inf, ())
+
+    # -- start-up (kg.search.startup) ------------------------------------------------------
+
+    async def startup(self) -> dict[str, str]:
+        """EXPLAIN every template; ConfigError when one is not read-only."""
+        return await startup.start(self)
+
+    async def warm_up(self) -> int:
+        """Plan the search templates (see :func:`kg.search.startup.warm_up`)."""
+        return await startup.warm_up(self)
+
+    async def warm_searches(self) -> int:
+        """A few real searches at start-up (see :func:`kg.search.startup.warm_searches`)."""
+        return await startup.warm_searches(self)
+
+    async def check_model(self) -> None:
+        """GraphModelError when another graph model or other embedders wrote the graph."""
+        await startup.check_model(
+            self._driver,
+            self.settings.neo4j.database,
+            self.context.embedder,
+            self.context.chunk_embedder,
+        )
+
+    # -- reads by name or id ---------------------------------------------------------------
+
+    def templates(self) -> list[TemplateInfo]:
+        return self.guard.registry.infos()
+
+    async def health(self) -> bool:
+        return await self.guard.health()
+
+    async def run_template(self, name: str, params: Mapping[str, Any]) -> TemplateResult:
+        """Run one registry template by name with validated parameters."""
+        return await self.guard.run(name, params)
+
+    async def get_entity(self, entity_id: str) -> EntityDetail:
+        """The entity with its degree and mention count; NotFoundError when absent."""
+        return await self._entities.get(entity_id)
+
+    async def neighborhood(
+        self,
+        entity_id: str,
+        depth: int = 1,
+        *,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+        limit: int | None = None,
+    ) -> Neighborhood:
+        """An entity's ranked neighbourhood within ``depth`` hops."""
+        return await self._entities.neighborhood(
+            entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
+        )
+
+    # -- the question search ---------------------------------------------------------------
+
+    async def local_search(self, req: SearchRequest, *, translate: bool = True) -> SearchResponse:
+        """Answer one question; see the module docstring for the modes. Start-up searches
+        pass ``translate=False``: they must never call an LLM."""
+        started = time.perf_counter()
+        self._check(req)
+        if req.relation_types:
+            await self.guard.check_relation_types(req.relation_types)
+        n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
+        translated, translation_error = (
+            await self._translate(req.query) if translate else ({}, None)
+        )
+        query = SignalQuery(
+            request=req,
+            k=n,
+            translations={code: " ".join([t.text, *t.entities]) for code, t in translated.items()},
+        )
+        # hybrid runs every registered signal; any other mode the signal of its name.
+        names = list(self._signals) if req.mode == "hybrid" else [req.mode]
+        done: dict[str, SignalResult] = await _all(
+            {name: self._signals[name].search(query) for name in names}
+        )
+        ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
+        if req.mode == "hybrid":
+            weights = dict(self._search.fusion_weights)
+            for name, result in done.items():
+                if result.fusion_scale is not None:
+                    weights[name] = weights.get(name, 0.0) * result.fusion_scale
+            chunks = fuse_chunks(
+                {name: result.chunks for name, result in done.items()},
+                weights,
+                self._search.fusion_k,
+            )
+        else:
+            chunks = done[req.mode].chunks
+        return SearchResponse(
+            entities=ranked.entities[: req.limit],
+            relations=ranked.relations[: req.limit],
+            chunks=chunks[: req.limit],
+            template="+".join(self._signals[name].template for name in names),
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            translations=list(translated.values()),
+            translation_error=translation_error,
+        )
+
+    async def _translate(
+        self, query: str
+    ) -> tuple[dict[LanguageCode, TranslatedQuestion], str | None]:
+        """The question in the corpus's other languages (kg.search.translate); nothing when
+        ``search.translate`` is off or the corpus is all in the question's language. A failing
+        LLM is reported, not raised: the search runs on the question alone."""
+        if self._translator is None:
+            return {}, None
+        own = detect(query)
+        targets = [code for code in await self._corpus_languages() if code != own]
+        if not targets:
+            return {}, None
+        try:
+            found, _usage = await self._translator.translate(query, targets)
+        except KGError as exc:  # the endpoint's message names no secret (kg.llm)
+            return {}, str(exc)[:400]
+        return found, None
+
+    async def _corpus_languages(self) -> tuple[LanguageCode, ...]:
+        """Languages that have chunks, cached for ``search.relation_types_ttl_s``."""
+        loaded_at, languages = self._languages
+        if time.monotonic() - loaded_at < self._search.relation_types_ttl_s:
+            return languages
+        result = await self.guard.run("corpus_languages", NoParams())
+        row = result.rows[0] if result.rows else {}
+        found = tuple(lang.code for lang in LANGUAGES if int(row.get(lang.code) or 0) > 0)
+        self._languages = (time.monotonic(), found)
+        return found
+
+    def _check(self, req: SearchRequest) -> None:
+        """Settings may be stricter than the request model's own bounds."""
+        errors: list[dict[str, str]] = []
+        if len(req.query) > self._search.max_query_chars:
+            errors.append(
+                {"field": "query", "reason": f"at most {self._search.max_query_chars} characters"}
+            )
+        if "\x00" in req.query:
+            errors.append({"field": "query", "reason": "must not contain NUL characters"})
+        if req.depth not in DEPTHS:
+            errors.append({"field": "depth", "reason": "must be 1, 2 or 3"})
+        if not 1 <= req.limit <= self._search.max_limit:
+            errors.append(
+                {"field": "limit", "reason": f"must be between 1 and {self._search.max_limit}"}
+            )
+        if errors:
+            fields = ", ".join(e["field"] for e in errors)
+            raise QueryRejected(f"invalid search request: {fields}", errors=errors)

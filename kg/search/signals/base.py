@@ -1,0 +1,106 @@
+"""The one contract every search signal keeps, and what the local ones share.
+
+A signal is a retriever in neo4j-graphrag's sense: built once with what it reads through (no
+I/O in the constructor), then ``search`` per question. The local signals (text, vector,
+graph) return a chunk ranking that the service fuses (:mod:`kg.search.fusion`); the global
+signal (:mod:`kg.search.signals.communities`) returns community reports and is routed to, not
+fused, so it keeps its own request and response types behind the same ``search`` method.
+
+Guard calls take the typed parameter models of :mod:`kg.cypher.params`, built with
+``model_construct``: the guard validates every call against this graph (the vector indexes'
+dimensions) and names the failing field in its QueryRejected, so validating here too would
+only repeat that work and change the error a caller sees.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from kg.cypher.guard import Guard
+from kg.errors import ConfigError
+from kg.languages import LanguageCode
+from kg.resolve import Embedder
+from kg.search.models import ChunkHit, SearchRequest
+from kg.search.ranking import Ranked, Weights
+from kg.settings import Settings
+
+Q_contra = TypeVar("Q_contra", contravariant=True)
+R_co = TypeVar("R_co", covariant=True)
+
+
+class Retriever(Protocol[Q_contra, R_co]):
+    """One signal: a question in, its ranked findings out."""
+
+    async def search(self, query: Q_contra) -> R_co: ...
+
+
+@dataclass(frozen=True)
+class SignalContext:
+    """What a local signal reads through; the service builds one and shares it."""
+
+    guard: Guard
+    settings: Settings
+    embedder: Embedder  # entities (seeds)
+    chunk_embedder: Embedder  # chunks
+    weights: Weights
+
+
+@dataclass(frozen=True)
+class SignalQuery:
+    """One local search as each signal sees it."""
+
+    request: SearchRequest
+    k: int  # chunks to return
+    # The question in the corpus's other languages (translation and its names), by language.
+    translations: Mapping[LanguageCode, str]
+
+
+@dataclass(frozen=True)
+class SignalResult:
+    """A signal's chunk ranking; the graph signal also ranks entities and relations."""
+
+    chunks: list[ChunkHit]
+    ranked: Ranked | None = None
+    # Multiplies the signal's fusion weight for this search (None: the weight as set).
+    fusion_scale: float | None = None
+
+
+class Signal(Retriever[SignalQuery, SignalResult], Protocol):
+    """A local signal: fused in hybrid mode, run alone in the mode of its name."""
+
+    #: What the response reports as the signal's template.
+    template: str
+
+
+#: How the registry builds a signal (its class, usually).
+SignalFactory = Callable[[SignalContext], Signal]
+
+
+def chunk_hits(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
+    """Chunk rows in the order the index ranked them, with its scores."""
+    return [
+        ChunkHit(
+            id=str(row["id"]),
+            text=str(row.get("text") or ""),
+            document_id=str(row.get("document_id") or ""),
+            document_path=str(row.get("document_path") or ""),
+            score=float(row.get("score") or 0.0),
+        )
+        for row in rows
+    ]
+
+
+def embed(embedder: Embedder, text: str, dim: int) -> list[float] | None:
+    """The text's embedding, or None when it has no signal (a zero vector)."""
+    vector = embedder.embed([text])[0]
+    if vector.shape[0] != dim:
+        raise ConfigError(
+            f"the embedder made a {vector.shape[0]}-d vector; its index holds {dim}-d"
+        )
+    values = [float(v) for v in vector]
+    if not all(math.isfinite(v) for v in values) or not any(values):
+        return None
+    return values

@@ -1,0 +1,286 @@
+"""The graph signal: link the question to entities, expand, propagate to chunks.
+
+Link: the question's longest word n-grams equal to names or aliases, weighted by specificity
+(the entity indexes' fuzzy hits only when it names none). Expand: the seeds 1..3 hops through
+relations (``seed_expansion``) and through passages (``passage_hop``: chunks that mention an
+entity, entities those chunks mention). Propagate: personalized PageRank over that subgraph of
+entities and chunks, restarting at the seeds. Entities and relations are ranked by
+:mod:`kg.search.ranking`. docs/search.md gives the measurements behind each step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from kg.cypher.lucene import escape_lucene
+from kg.cypher.params import (
+    EntityLinksParams,
+    EntitySeedsParams,
+    EvidenceChunksParams,
+    PassageHopParams,
+    SeedExpansionParams,
+)
+from kg.search.entities import entity_details
+from kg.search.fusion import rrf
+from kg.search.models import ChunkHit, SearchRequest
+from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
+from kg.search.retrieval import (
+    MAX_PHRASES,
+    asked_types,
+    longest_links,
+    personalized_pagerank,
+    question_ngrams,
+    specificity,
+    spellings,
+)
+from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, embed
+from kg.words import form, words
+
+# Candidates fetched from each index per seed kept: fusion needs some depth to work with.
+CANDIDATES_PER_SEED = 4
+# Most seeds and most entities one passage hop starts from (the templates' id bounds).
+MAX_SEEDS = 50
+MAX_HOP_IDS = 200
+
+
+def graph_chunks(
+    scored: Sequence[tuple[str, float]], rows: Sequence[Mapping[str, Any]]
+) -> list[ChunkHit]:
+    """Chunks in PageRank order, scores scaled so the best is 1.0."""
+    by_id = {str(row["id"]): row for row in rows}
+    top = scored[0][1] if scored and scored[0][1] > 0 else 1.0
+    return [
+        ChunkHit(
+            id=cid,
+            text=str(by_id[cid].get("text") or ""),
+            document_id=str(by_id[cid].get("document_id") or ""),
+            document_path=str(by_id[cid].get("document_path") or ""),
+            score=score / top,
+        )
+        for cid, score in scored
+        if cid in by_id
+    ]
+
+
+# The same names and titles recur on many rows and across searches: each is put in its form
+# once per process (a pure function of the string; bounded).
+_cached_form = functools.lru_cache(maxsize=65_536)(form)
+
+
+def _chunk_node(chunk_id: str) -> str:
+    return "c:" + chunk_id
+
+
+def _entity_node(entity_id: str) -> str:
+    return "e:" + entity_id
+
+
+class GraphSignal:
+    """Chunks by personalized PageRank from the entities the question names."""
+
+    template = "seed_expansion"
+
+    def __init__(self, context: SignalContext) -> None:
+        self._guard = context.guard
+        self._search = context.settings.search
+        self._embedder = context.embedder
+        self._dim = context.settings.resolve.embedding_dim
+        self._weights = context.weights
+
+    async def search(self, query: SignalQuery) -> SignalResult:
+        link_text = "\n".join([query.request.query, *query.translations.values()])
+        ranked, chunks, named = await self._graph(query.request, query.k, link_text)
+        # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points of R@5
+        # on XQuAD (docs/search.md, "Languages").
+        scale = None if named else self._search.unlinked_graph_weight
+        return SignalResult(chunks=chunks, ranked=ranked, fusion_scale=scale)
+
+    async def _seeds(
+        self, query: str, embedding: list[float] | None
+    ) -> dict[str, tuple[float, Mapping[str, Any]]]:
+        """Fuzzy candidates: the entity vector and fulltext indexes' hits fused by RRF."""
+        if embedding is None and not escape_lucene(query):
+            return {}
+        k = self._search.seeds * CANDIDATES_PER_SEED
+        result = await self._guard.run(
+            "entity_seeds", EntitySeedsParams.model_construct(embedding=embedding, text=query, k=k)
+        )
+        row = result.rows[0] if result.rows else {"vector": [], "fulltext": []}
+        info: dict[str, Mapping[str, Any]] = {}
+        rankings: list[list[str]] = []
+        for key in ("vector", "fulltext"):
+            hits = row.get(key) or []
+            if key == "vector" and hits:
+                # Embeddings always return k neighbours; far ones are noise, not seeds.
+                best_score = max(float(h["score"]) for h in hits)
+                floor = best_score * self._search.seed_relative_cutoff
+                hits = [h for h in hits if float(h["score"]) >= floor]
+            rankings.append([str(h["id"]) for h in hits])
+            for hit in hits:
+                info.setdefault(str(hit["id"]), hit)
+        fused = rrf([r for r in rankings if r], self._search.rrf_k)
+        best = sorted(fused.items(), key=lambda kv: -kv[1])[: self._search.seeds]
+        return {eid: (score, info[eid]) for eid, score in best}
+
+    async def _link(
+        self, query: str
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], bool]:
+        """Seeds: entities the question names (longest n-gram matches), each weighted by its
+        specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
+        ``Kafka``); only when it names none, the fuzzy candidates of the entity vector and
+        fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
+        points of R@5, docs/search.md). Also returns the positions of the question's words
+        that the links consumed, and whether the question named an entity at all."""
+        grams = question_ngrams(query, self._search.link_max_words)
+        lookups = spellings(grams, MAX_PHRASES)
+        exact_rows: list[dict[str, Any]] = []
+        if lookups:
+            phrases = [list(spelling) for spelling in lookups]
+            result = await self._guard.run(
+                "entity_links", EntityLinksParams.model_construct(phrases=phrases, per_phrase=5)
+            )
+            exact_rows = result.rows
+        hits: dict[tuple[str, ...], list[str]] = {}
+        info: dict[str, Mapping[str, Any]] = {}
+        mentions: dict[str, int] = {}
+        for row in exact_rows:
+            eid, phrase = str(row["id"]), tuple(words(str(row["phrase"])))
+            info.setdefault(eid, row)
+            mentions[eid] = int(row.get("mentions") or 0)
+            names = [str(row.get("name") or ""), *(str(a) for a in row.get("aliases") or [])]
+            if any(form(name) == phrase for name in names):
+                for gram_words in lookups.get(phrase, ()):
+                    hits.setdefault(gram_words, []).append(eid)
+        links = longest_links(grams, hits)
+        seeds = {eid: specificity(mentions[eid]) for eid in links}
+        consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
+        named = bool(seeds)
+        if not seeds:
+            embedding = await asyncio.to_thread(embed, self._embedder, query, self._dim)
+            for eid, (score, hit) in (await self._seeds(query, embedding)).items():
+                info.setdefault(eid, hit)
+                seeds[eid] = score
+        best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
+        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed, named
+
+    async def _graph(
+        self, req: SearchRequest, k: int, link_text: str
+    ) -> tuple[Ranked, list[ChunkHit], bool]:
+        """Link (``link_text``: the question and its translations), expand (relations and
+        passages), propagate, rank; see docs/search.md. The flag says whether the question
+        named an entity (else the seeds are fuzzy candidates)."""
+        seeds, consumed, named = await self._link(link_text)
+        if not seeds:
+            return Ranked(), [], named
+        expansion, (links, expanded) = await asyncio.gather(
+            self._guard.run(
+                "seed_expansion",
+                SeedExpansionParams.model_construct(
+                    # strongest first: the frontier cap keeps their neighbours
+                    entity_ids=sorted(seeds, key=lambda eid: -seeds[eid][0]),
+                    depth=req.depth,
+                    as_of=req.as_of or datetime.now(UTC),
+                    relation_types=req.relation_types,
+                    fanout=self._search.fanout,
+                    frontier_cap=self._search.frontier_cap,
+                    hub_degree=self._search.hub_degree,
+                    limit=min(self._search.expansion_limit, self._search.row_cap),
+                ),
+            ),
+            # depth counts entity hops; the chunks of the last entities reached come too.
+            self._passages(list(seeds), req.depth + 1),
+        )
+        ranked = rank_expansion(seeds, expansion.rows, self._weights)
+        free = [w for i, w in enumerate(words(link_text)) if i not in consumed]
+        boost_asked_types(
+            ranked, asked_types(free, {e.type for e in ranked.entities}),
+            self._search.asked_type_boost,
+        )  # fmt: skip
+        # Entities the relations reached: their passages join the graph too (one more hop).
+        reached = [e.id for e in ranked.entities if e.id not in expanded][:MAX_HOP_IDS]
+        if reached:
+            more, _ = await self._passages(reached, 1)
+            links += more
+        edges = [(_chunk_node(c), _entity_node(e), w) for c, e, w in links]
+        for rel in ranked.relations:
+            ends = (_entity_node(rel.source), _entity_node(rel.target))
+            edges.append((*ends, rel.weight * self._weights.of(rel.type)))
+            edges += [(_chunk_node(c), end, 1.0) for c in rel.chunk_ids for end in ends]
+        scores = personalized_pagerank(
+            edges,
+            {_entity_node(eid): weight for eid, (weight, _) in seeds.items()},
+            damping=self._search.ppr_damping,
+            iterations=self._search.ppr_iterations,
+        )
+        best = sorted(
+            ((node[2:], score) for node, score in scores.items() if node.startswith("c:")),
+            key=lambda kv: (-kv[1], kv[0]),
+        )[: min(k, 1000)]
+        top_entities = [e.id for e in ranked.entities[: req.limit]]
+        evidence, details = await asyncio.gather(
+            self._chunk_rows([cid for cid, _ in best]),
+            entity_details(self._guard, top_entities),
+        )
+        ranked.entities = [
+            e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
+        ]
+        return ranked, graph_chunks(best, evidence), named
+
+    async def _passages(
+        self, entity_ids: list[str], depth: int
+    ) -> tuple[list[tuple[str, str, float]], set[str]]:
+        """Chunk-entity MENTIONS links within ``depth`` hops of the entities (passage_hop per
+        hop), weighted ``search.about_weight`` where the chunk's document is titled with the
+        entity's name; the next frontier is the most specific entities the chunks mention."""
+        frontier, expanded = entity_ids[:MAX_HOP_IDS], set[str]()
+        links: list[tuple[str, str, float]] = []
+        form_of = _cached_form
+        about = self._search.about_weight
+
+        def weight(name: object, title: tuple[str, ...] | None) -> float:
+            # An untitled chunk (most, in some corpora) needs no name put in its form; a name
+            # with no form is about no title.
+            if title is None or form_of(str(name or "")) != title:
+                return 1.0
+            return about
+
+        for _ in range(depth):
+            if not frontier:
+                break
+            result = await self._guard.run(
+                "passage_hop",
+                PassageHopParams.model_construct(
+                    entity_ids=frontier,
+                    per_entity=self._search.passages_per_entity,
+                    per_chunk=self._search.fanout,
+                    limit=self._search.row_cap,
+                ),
+            )
+            expanded.update(frontier)
+            new: dict[str, int] = {}
+            for row in result.rows:
+                chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
+                links.append((chunk, str(row["entity"]), weight(row.get("name"), title)))
+                for m in row.get("mentioned") or []:
+                    links.append((chunk, str(m["id"]), weight(m.get("name"), title)))
+                    if m["id"] not in expanded:
+                        new[str(m["id"])] = int(m.get("mentions") or 0)
+            cap = min(self._search.frontier_cap, MAX_HOP_IDS)
+            frontier = sorted(new, key=lambda e: (new[e], e))[:cap]
+        return links, expanded
+
+    async def _chunk_rows(self, chunk_ids: list[str]) -> list[dict[str, Any]]:
+        """Text and document of chunks by id (evidence_chunks, no entity filter)."""
+        if not chunk_ids:
+            return []
+        result = await self._guard.run(
+            "evidence_chunks",
+            EvidenceChunksParams.model_construct(
+                chunk_ids=chunk_ids, entity_ids=[], limit=len(chunk_ids)
+            ),
+        )
+        return result.rows

@@ -1,0 +1,61 @@
+"""The text signal: Lucene BM25 over chunk text and document title, per language."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kg.cypher.lucene import escape_lucene
+from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS, ChunksByTextParams
+from kg.languages import LanguageCode, index_weights
+from kg.resolve.normalize import transliterate
+from kg.search.fusion import fuse_chunks
+from kg.search.models import ChunkHit
+from kg.search.retrieval import cognate_stems
+from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, chunk_hits
+
+
+class TextSignal:
+    """Each language's fulltext index (``chunk_text_en``, ``chunk_text_ru``: kg.languages)."""
+
+    template = "chunks_by_text"
+
+    def __init__(self, context: SignalContext) -> None:
+        self._guard = context.guard
+        self._search = context.settings.search
+
+    async def search(self, query: SignalQuery) -> SignalResult:
+        return SignalResult(
+            chunks=await self._text_chunks(query.request.query, query.k, query.translations)
+        )
+
+    async def _text_chunks(
+        self, query: str, k: int, texts: Mapping[LanguageCode, str] | None = None
+    ) -> list[ChunkHit]:
+        """Lucene BM25 over chunk text and document title in each language's index, the
+        rankings fused by how much of the question each language's script holds
+        (:func:`kg.languages.index_weights`). ``texts`` gives a language its own text (a
+        translation); without one, the English index gets a Russian question transliterated as
+        well, and its transliterated stems as fuzzy terms
+        (:func:`kg.search.retrieval.cognate_stems`), so ``Теслы`` meets ``Tesla``."""
+        if not escape_lucene(query):
+            return []
+        # A translation with its names, or a question with its transliteration, may outgrow
+        # what the template takes; only the first 64 words are searched anyway.
+        texts = {code: text[:MAX_TEXT_CHARS] for code, text in (texts or {}).items()}
+        weights = index_weights(query)
+        for code in texts:
+            weights[code] = 1.0
+        fuzzy: dict[LanguageCode, list[str]] = {}
+        if "en" not in texts and weights["ru"] > weights["en"]:
+            texts["en"] = f"{query} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
+            fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
+        result = await self._guard.run(
+            "chunks_by_text",
+            ChunksByTextParams.model_construct(text=query, texts=texts, fuzzy=fuzzy, k=k),
+        )
+        by_language: dict[str, list[ChunkHit]] = {}
+        for row, hit in zip(result.rows, chunk_hits(result.rows), strict=True):
+            by_language.setdefault(str(row["language"]), []).append(hit)
+        if len(by_language) <= 1:
+            return next(iter(by_language.values()), [])[:k]
+        return fuse_chunks(by_language, weights, self._search.fusion_k)[:k]
