@@ -17,7 +17,7 @@ service to split it into:
   ``db.clearQueryCaches()`` and of the run after it.
 
 The Python steps (embedding, ranking, PageRank, the response models and their JSON) are timed
-in place by wrapping the functions kg.search.service calls. Not part of the test suite.
+in place by wrapping the functions the search signals call. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from neo4j import READ_ACCESS, AsyncDriver
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kg.search.service as search_module
+import kg.search.signals.graph as graph_signal
+import kg.search.signals.vector as vector_signal
 from bench.search_bench import entity_names
 from kg.graph.driver import open_async_driver
 from kg.resolve import make_embedder
@@ -107,9 +108,13 @@ async def _plan_times(
 
 
 def _install(recorder: Recorder) -> None:
-    """Time the Python steps kg.search.service calls (module-level names, looked up per call)."""
-    for name in ("_embed", "rank_expansion", "personalized_pagerank", "graph_chunks"):
-        setattr(search_module, name, recorder.timed(name, getattr(search_module, name)))
+    """Time the Python steps the signals call (module-level names, looked up per call)."""
+    for module, names in (
+        (graph_signal, ("embed", "rank_expansion", "personalized_pagerank", "graph_chunks")),
+        (vector_signal, ("embed",)),
+    ):
+        for name in names:
+            setattr(module, name, recorder.timed(name, getattr(module, name)))
 
 
 async def profile(settings: Settings, args: argparse.Namespace) -> None:

@@ -398,7 +398,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
     async def check_model(self) -> None:
         await _read("model check", self.service.check_model())
 
-    # -- questions through the LLM (kg/answer.py, kg/nlquery.py) -------------------------------
+    # -- questions through the LLM (kg/answer/cited.py, kg/answer/nlquery.py) ---------------
 
     async def answer(
         self,

@@ -1,8 +1,8 @@
 """POST /answer and POST /query: questions answered through the LLM, from guarded reads only.
 
 ``/answer`` retrieves with local search and has the LLM answer from that context, citing it
-(kg/answer.py); ``/query`` has the LLM pick one registry template and its parameters, then
-runs it through the guard as ``POST /templates/{name}`` does (kg/nlquery.py).
+(kg/answer/cited.py); ``/query`` has the LLM pick one registry template and its parameters, then
+runs it through the guard as ``POST /templates/{name}`` does (kg/answer/nlquery.py).
 """
 
 from __future__ import annotations

@@ -289,8 +289,8 @@ class ChunksByTextParams(TemplateParams):
     """Fulltext (BM25) over chunk text and title in every language's index.
 
     ``text`` (plain text, escaped here) goes to each index; ``texts`` may give one language
-    its own text instead (a translation, or a transliteration: kg.search.service). The index names
-    come from :mod:`kg.languages`, never from the caller.
+    its own text instead (a translation, or a transliteration: kg.search.signals.text). The
+    index names come from :mod:`kg.languages`, never from the caller.
     """
 
     text: _LuceneText
@@ -298,7 +298,7 @@ class ChunksByTextParams(TemplateParams):
     fuzzy: dict[LanguageCode, list[_FuzzyWord]] = Field(
         default_factory=dict,
         description="Words a language's index also matches within 1 edit (2 from 7 letters): "
-        "a Russian question's transliterated stems against English text (kg.search.service).",
+        "a Russian question's transliterated stems against English text (kg.search.signals.text).",
     )
     k: int = Field(20, ge=1, le=1000)
 

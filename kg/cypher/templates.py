@@ -131,7 +131,7 @@ _COMMUNITY_REPORTS: LiteralString = (
     "LIMIT $limit"
 )
 
-# The router's linking: candidates by phrase; kg/router.py keeps exact whole-word matches.
+# The router's linking: candidates by phrase; kg/search/router.py keeps exact whole-word matches.
 _NAME_LINKS: LiteralString = (
     "UNWIND $phrases AS phrase\n"
     "CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $per_phrase})\n"

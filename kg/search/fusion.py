@@ -1,7 +1,7 @@
 """Rank fusion: one ranking out of several, by (weighted) reciprocal rank.
 
 Apart from the signals so that a new signal only has to return a ranking: the service fuses
-whatever the registered signals return (docs/search.md, "Fusion").
+whatever the registered signals return (docs/search.md explains the weights).
 """
 
 from __future__ import annotations

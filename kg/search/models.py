@@ -32,8 +32,9 @@ SearchMode = Literal["text", "vector", "graph", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
 
 # Every mode a question can take: the local modes above, `global` (map-reduce over community
-# reports, kg/global_search.py) and `auto` (kg/router.py picks one from the question and says
-# why). The CLI's --mode and the router's answer use this; it extends the one list above.
+# reports, kg/search/signals/communities.py) and `auto` (kg/search/router.py picks one from
+# the question and says why). The CLI's --mode and the router's answer use this; it extends
+# the one list above.
 Mode = Literal[SearchMode, "global", "auto"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 

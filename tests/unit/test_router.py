@@ -1,6 +1,6 @@
 """The router on the labelled questions (tests/data/router/questions.tsv).
 
-The set was written and labelled before kg/router.py's rules. A third of it (a hash of the
+The set was written and labelled before kg/search/router.py's rules. A third of it (a hash of the
 question picks which) is the test part: the rules were tuned on the rest only, and the
 accuracy below on the test part is the figure in docs/benchmarks.md.
 """
