@@ -32,7 +32,7 @@ def ask(
 ) -> int:
     """Answer a question from the graph, citing the chunks and relations it rests on.
 
-    Uses the LLM of KG_ANSWER__* (unset fields: KG_EXTRACT__*). When the retrieved context
+    Uses the LLM of KG_ANSWER__* (unset fields: KG_LLM__*). When the retrieved context
     does not answer the question, says so instead of guessing.
 
     Parameters

@@ -35,9 +35,10 @@ from kg.extract import (
     ExtractedRelation,
     ExtractionCache,
     ExtractionResult,
-    Extractor,
     estimate,
+    make_extractor,
     read_triplets,
+    run_sync,
 )
 from kg.extract.ontology import ontology_from_settings
 from kg.graph.meta import ensure_current
@@ -510,8 +511,8 @@ def _extract(
     cache_path = settings.extract.cache_path
     cache_path.parent.mkdir(parents=True, exist_ok=True)
     with ExtractionCache(cache_path) as cache:
-        extractor = Extractor(settings.extract, cache=cache)
-        run = extractor.extract_chunks_sync(chunks, on_done=lambda _o: progress.advance())
+        extractor = make_extractor(settings, cache)
+        run = run_sync(extractor, chunks, on_done=lambda _o: progress.advance())
     summary.llm_calls = run.usage.calls
     summary.llm_retries = run.usage.retries
     summary.cache_hits = run.usage.cache_hits

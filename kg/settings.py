@@ -1,7 +1,7 @@
 """Settings, read once at the edge (CLI entry, app factory) and passed down.
 
 Every variable has the ``KG_`` prefix and ``__`` separates sections, e.g.
-``KG_NEO4J__URI`` or ``KG_EXTRACT__MODEL``. A ``.env`` file in the working directory is read
+``KG_NEO4J__URI`` or ``KG_LLM__MODEL``. A ``.env`` file in the working directory is read
 too. The Neo4j connection also honours the ecosystem's ``NEO4J_URI``, ``NEO4J_USERNAME``,
 ``NEO4J_PASSWORD`` and ``NEO4J_DATABASE`` (the ``KG_`` names win when both are set).
 Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -110,17 +111,72 @@ class LocalServerSettings(BaseModel):
         return self.home / "password"
 
 
-class AnswerSettings(BaseModel):
+Mode = Literal["tools", "json", "json_schema", "md_json"]
+
+#: The LLM uses, each resolved by :func:`kg.llm.resolve_endpoint`: the use's own section's
+#: value when set, else the shared ``llm`` section's (``translate`` reads ``answer`` between).
+LLMUse = Literal["extract", "answer", "reports", "router", "translate", "adjudicate"]
+
+#: The endpoint fields that the ``extract`` section held for every use before ``llm`` existed.
+LEGACY_ENDPOINT_FIELDS = ("base_url", "api_key", "model", "mode")
+
+
+class LLMSettings(BaseModel):
+    """The shared LLM endpoint: any OpenAI-compatible server (OpenAI, Azure, Ollama, vLLM, ...).
+
+    Every LLM use (extraction, answers, community reports, the router, translation,
+    adjudication) reads these unless its own section sets the field."""
+
+    base_url: str = "http://127.0.0.1:11434/v1"
+    api_key: SecretStr = SecretStr("not-needed")
+    model: str = "llama3.1"
+    mode: Mode = Field("tools", description="instructor mode.")
+    temperature: float = Field(0.0, ge=0, le=2)
+    timeout_s: float = Field(120.0, gt=0, description="Per LLM call.")
+    max_retries: int = Field(
+        2, ge=0, le=10, description="Re-asks after an answer that fails validation."
+    )
+    concurrency: int = Field(
+        4, ge=1, le=256, description="LLM calls at once (extraction, community reports)."
+    )
+    max_calls: int | None = Field(
+        None, ge=0, description="Stop an extraction run after this many calls."
+    )
+    max_tokens: int | None = Field(
+        None, ge=0, description="Stop an extraction run after this many tokens."
+    )
+
+
+class LLMOverride(BaseModel):
+    """Per-use endpoint fields: unset, the shared `llm` section's value is used."""
+
+    base_url: str | None = Field(None, description="Unset: `llm.base_url`.")
+    api_key: SecretStr | None = Field(None, description="Unset: `llm.api_key`.")
+    model: str | None = Field(None, description="Unset: `llm.model`.")
+    mode: Mode | None = Field(None, description="instructor mode; unset: `llm.mode`.")
+    timeout_s: float | None = Field(None, gt=0, description="Per LLM call; unset: `llm.timeout_s`.")
+
+
+class RouterSettings(LLMOverride):
+    """The LLM of `mode=auto`'s optional classifier (`KG_COMMUNITIES__ROUTER_LLM`)."""
+
+
+class ReportsSettings(LLMOverride):
+    """The LLM of community reports (`KG_COMMUNITIES__REPORTS=llm`) and of global search's
+    map-reduce (`KG_COMMUNITIES__GLOBAL_ANSWER=llm`)."""
+
+    temperature: float | None = Field(None, ge=0, le=2, description="Unset: `llm.temperature`.")
+    max_retries: int | None = Field(None, ge=0, le=10, description="Unset: `llm.max_retries`.")
+    concurrency: int | None = Field(
+        None, ge=1, le=256, description="Report calls at once; unset: `llm.concurrency`."
+    )
+
+
+class AnswerSettings(LLMOverride):
     """The LLM of answers and questions to templates (`kg ask`, `kg query`, `/answer`, `/query`).
 
-    Unset endpoint fields (base_url, api_key, model, mode) use the `extract` section's."""
+    Unset endpoint fields (base_url, api_key, model, mode) use the `llm` section's."""
 
-    base_url: str | None = Field(None, description="Unset: `extract.base_url`.")
-    api_key: SecretStr | None = Field(None, description="Unset: `extract.api_key`.")
-    model: str | None = Field(None, description="Unset: `extract.model`.")
-    mode: Literal["tools", "json", "json_schema", "md_json"] | None = Field(
-        None, description="instructor mode; unset: `extract.mode`."
-    )
     temperature: float = Field(0.0, ge=0, le=2)
     timeout_s: float = Field(60.0, gt=0, description="Per LLM call.")
     max_retries: int = Field(
@@ -146,21 +202,40 @@ class AnswerSettings(BaseModel):
     )
 
 
-class ExtractSettings(BaseModel):
-    """LLM extraction through any OpenAI-compatible endpoint."""
+class TranslateSettings(LLMOverride):
+    """The LLM of question translation (`KG_SEARCH__TRANSLATE`). Unset fields use the `answer`
+    section's, then the `llm` section's (translation counts against the request's budget)."""
 
-    base_url: str = "http://127.0.0.1:11434/v1"
-    api_key: SecretStr = SecretStr("not-needed")
-    model: str = "llama3.1"
-    mode: Literal["tools", "json", "json_schema", "md_json"] = "tools"
-    temperature: float = Field(0.0, ge=0, le=2)
-    max_retries: int = Field(2, ge=0, le=10)
-    timeout_s: float = Field(120.0, gt=0)
-    concurrency: int = Field(4, ge=1, le=256)
+    base_url: str | None = Field(None, description="Unset: `answer.base_url`, then `llm`'s.")
+    api_key: SecretStr | None = Field(None, description="Unset: `answer.api_key`, then `llm`'s.")
+    model: str | None = Field(None, description="Unset: `answer.model`, then `llm`'s.")
+    mode: Mode | None = Field(None, description="Unset: `answer.mode`, then `llm`'s.")
+    timeout_s: float | None = Field(None, gt=0, description="Unset: `answer.timeout_s`.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Unset: `answer.temperature`.")
+    max_retries: int | None = Field(None, ge=0, le=10, description="Unset: `answer.max_retries`.")
+    max_calls: int | None = Field(None, ge=1, le=20, description="Unset: `answer.max_calls`.")
+    max_tokens: int | None = Field(
+        None, ge=100, le=1_000_000, description="Unset: `answer.max_tokens`."
+    )
+
+
+class ExtractSettings(LLMOverride):
+    """LLM extraction. Unset endpoint and call fields use the shared `llm` section's.
+
+    Deprecated: `KG_EXTRACT__BASE_URL`, `__MODEL`, `__API_KEY` and `__MODE` set while the `llm`
+    section leaves the field unset are moved to `llm` (every use, as before), with a warning."""
+
+    temperature: float | None = Field(None, ge=0, le=2, description="Unset: `llm.temperature`.")
+    max_retries: int | None = Field(None, ge=0, le=10, description="Unset: `llm.max_retries`.")
+    concurrency: int | None = Field(None, ge=1, le=256, description="Unset: `llm.concurrency`.")
     backoff_attempts: int = Field(4, ge=1, le=20)
     backoff_base_s: float = Field(1.0, ge=0)
-    max_calls: int | None = Field(None, ge=0, description="Stop the run after this many calls.")
-    max_tokens: int | None = Field(None, ge=0, description="Stop the run after this many tokens.")
+    max_calls: int | None = Field(
+        None, ge=0, description="Stop the run after this many calls; unset: `llm.max_calls`."
+    )
+    max_tokens: int | None = Field(
+        None, ge=0, description="Stop the run after this many tokens; unset: `llm.max_tokens`."
+    )
     cache_path: Path = Path(".kg/extract-cache.sqlite")
     ontology_file: Path | None = None
     allowed_entity_types: list[str] | None = None
@@ -338,7 +413,8 @@ class SearchSettings(BaseModel):
     translate: bool = Field(
         False,
         description="Translate each question into the corpus's other languages through the LLM "
-        "(the `answer` endpoint and budget) before the text, dense and linking signals; "
+        "(the `translate` section, then `answer`'s endpoint and budget) before the text, dense "
+        "and linking signals; "
         'docs/search.md, "Languages".',
     )
     asked_type_boost: float = Field(
@@ -371,7 +447,7 @@ class CommunitySettings(BaseModel):
     reports: Literal["extractive", "llm"] = Field(
         "extractive",
         description="`extractive`: reports built from the graph itself, no LLM (the default); "
-        "`llm`: written by the extraction endpoint (KG_EXTRACT__BASE_URL, MODEL, API_KEY).",
+        "`llm`: written by the LLM (the `reports` section, unset fields from `llm`).",
     )
     max_cluster_size: int = Field(
         10, ge=2, le=1_000_000, description="A community larger than this is split a level down."
@@ -410,11 +486,12 @@ class CommunitySettings(BaseModel):
     global_answer: Literal["none", "llm"] = Field(
         "none",
         description="Global search: `none` returns the ranked reports as context; `llm` "
-        "map-reduces them into an answer with the extraction endpoint.",
+        "map-reduces them into an answer with the LLM (the `reports` section, then `llm`).",
     )
     router_llm: bool = Field(
         False,
-        description="`mode=auto`: ask the extraction endpoint to pick vector, graph or global "
+        description="`mode=auto`: ask the LLM (the `router` section, then `llm`) to pick "
+        "vector, graph or global "
         "(one call, one re-ask); the rules decide when it fails or is off.",
     )
 
@@ -525,6 +602,7 @@ class Settings(BaseSettings):
 
     neo4j: Neo4jSettings = Field(default_factory=Neo4jSettings)
     server: LocalServerSettings = Field(default_factory=LocalServerSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     resolve: ResolveSettings = Field(default_factory=ResolveSettings)
     chunks: ChunkSettings = Field(default_factory=ChunkSettings)
@@ -533,6 +611,9 @@ class Settings(BaseSettings):
     communities: CommunitySettings = Field(default_factory=CommunitySettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    translate: TranslateSettings = Field(default_factory=TranslateSettings)
+    reports: ReportsSettings = Field(default_factory=ReportsSettings)
+    router: RouterSettings = Field(default_factory=RouterSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -541,6 +622,35 @@ class Settings(BaseSettings):
         """An unset password is read from this configuration's local server home."""
         if self.neo4j.password_file is None:
             self.neo4j.password_file = self.server.password_file
+        return self
+
+    @model_validator(mode="after")
+    def _legacy_extract_endpoint(self) -> Settings:
+        """Deprecated: the old shared names `KG_EXTRACT__BASE_URL/MODEL/API_KEY/MODE`.
+
+        Before the `llm` section, every use read the `extract` section's endpoint. A field set
+        there while `llm` leaves it unset keeps that meaning for one release: it moves to `llm`.
+        """
+        moved = [
+            name
+            for name in LEGACY_ENDPOINT_FIELDS
+            if name in self.extract.model_fields_set
+            and getattr(self.extract, name) is not None
+            and name not in self.llm.model_fields_set
+        ]
+        for name in moved:
+            setattr(self.llm, name, getattr(self.extract, name))
+            setattr(self.extract, name, None)
+        if moved:
+            old = ", ".join(f"KG_EXTRACT__{n.upper()}" for n in moved)
+            new = ", ".join(f"KG_LLM__{n.upper()}" for n in moved)
+            warnings.warn(
+                f"{old} set the endpoint of every LLM use and will stop doing so in the next "
+                f"release: set {new} instead (the extract section then overrides it for "
+                "extraction only)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return self
 
     @classmethod

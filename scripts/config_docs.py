@@ -24,6 +24,20 @@ both are set. Secrets are `SecretStr`: printed as `**********`, never logged. Wi
 password configured, kg reads the one the local server generated on its first start from
 `.kg/neo4j/password` (mode 0600; `kg neo4j status` says where).
 
+Every LLM use (extraction, answers and questions to templates, community reports and global
+search, the `mode=auto` router, question translation, entity adjudication) reads the shared
+`llm` section. The sections `extract`, `answer`, `reports`, `router` and `translate` override
+it field by field for their use only: a field they leave unset comes from `llm` (`translate`
+reads `answer` first, as translations always ran on the answer endpoint and budget).
+Embedding endpoints keep their own fields (`KG_RESOLVE__EMBED_*`, `KG_CHUNKS__EMBED_*`).
+
+Deprecated: before the `llm` section, `KG_EXTRACT__BASE_URL`, `KG_EXTRACT__MODEL`,
+`KG_EXTRACT__API_KEY` and `KG_EXTRACT__MODE` set the endpoint of every use. Set while the
+matching `KG_LLM__` name is unset, they still do for one release (they move to `llm`, with a
+`DeprecationWarning`); set them as `KG_LLM__BASE_URL`, `KG_LLM__MODEL`, `KG_LLM__API_KEY`,
+`KG_LLM__MODE`. With the `KG_LLM__` name set too, the `KG_EXTRACT__` value is an override
+for extraction only. `KG_ANSWER__*` keep their meaning: the answer use's own endpoint.
+
 This page is generated from `kg/settings.py` by `scripts/config_docs.py`; a test keeps it current.
 """
 

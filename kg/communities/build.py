@@ -36,6 +36,7 @@ from kg.communities.reports import (
 )
 from kg.communities.store import CommunityStore, ReportContext, StoredReport
 from kg.extract.budget import RunBudget, Usage
+from kg.llm import resolve_endpoint
 from kg.settings import Settings
 
 __all__ = ["CommunityBuildSummary", "build_communities"]
@@ -178,7 +179,8 @@ def _report_step(
     if cs.reports != "llm":
         return {}, set(), reporter
     if reporter is None:
-        reporter = LLMReporter(settings.extract, cs, ReportCache(cs.cache_path))
+        endpoint = resolve_endpoint(settings, "reports")
+        reporter = LLMReporter(endpoint, cs, ReportCache(cs.cache_path))
     try:
         llm, cached = _llm_reports(reporter, contexts, summary, dry_run=dry_run)
     finally:

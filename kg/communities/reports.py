@@ -24,21 +24,17 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-import instructor
-import openai
-from instructor.core import InstructorError, InstructorRetryException
 from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
-from tenacity import AsyncRetrying, RetryCallState, retry_if_not_exception_type
 
 from kg.communities.cluster import member_hash
 from kg.communities.store import ReportContext
 from kg.documents import count_tokens
 from kg.errors import ExtractionError
 from kg.extract.budget import RunBudget, Usage
-from kg.extract.client import MODES
-from kg.settings import CommunitySettings, ExtractSettings
+from kg.llm import Endpoint, LLMCallError, Reask, StructuredLLM, TokenUsage, llm_client
+from kg.settings import CommunitySettings
 
 __all__ = [
     "PROMPT_VERSION",
@@ -231,17 +227,17 @@ def estimate_tokens(context: ReportContext) -> tuple[int, int]:
 
 
 class LLMReporter:
-    """Writes reports with any OpenAI-compatible endpoint; constructor does no I/O."""
+    """Writes reports with the ``reports`` LLM use (:mod:`kg.llm`); constructor does no I/O."""
 
     def __init__(
-        self, extract: ExtractSettings, settings: CommunitySettings, cache: ReportCache | None
+        self, endpoint: Endpoint, settings: CommunitySettings, cache: ReportCache | None
     ) -> None:
-        self.extract = extract
+        self.endpoint = endpoint
         self.settings = settings
         self.cache = cache
 
     def key(self, context: ReportContext) -> str:
-        return report_key(context.community.members, self.extract.model)
+        return report_key(context.community.members, self.endpoint.model)
 
     def cached(self, context: ReportContext) -> CommunityReport | None:
         if self.cache is None:
@@ -251,14 +247,8 @@ class LLMReporter:
     async def reports(
         self, contexts: Sequence[ReportContext], budget: RunBudget
     ) -> list[ReportOutcome]:
-        semaphore = asyncio.Semaphore(self.extract.concurrency)
-        async with openai.AsyncOpenAI(
-            base_url=self.extract.base_url,
-            api_key=self.extract.api_key.get_secret_value(),
-            timeout=self.extract.timeout_s,
-            max_retries=0,
-        ) as raw:
-            client = instructor.from_openai(raw, mode=MODES[self.extract.mode])
+        semaphore = asyncio.Semaphore(self.endpoint.concurrency)
+        async with llm_client(self.endpoint) as client:
 
             async def one(context: ReportContext) -> ReportOutcome:
                 async with semaphore:
@@ -267,7 +257,7 @@ class LLMReporter:
             return list(await asyncio.gather(*(one(c) for c in contexts)))
 
     async def _one(
-        self, client: instructor.AsyncInstructor, context: ReportContext, budget: RunBudget
+        self, client: StructuredLLM, context: ReportContext, budget: RunBudget
     ) -> ReportOutcome:
         hit = await asyncio.to_thread(self.cached, context)
         if hit is not None:
@@ -275,50 +265,43 @@ class LLMReporter:
         if not budget.reserve_call():
             return ReportOutcome(context, None, False, Usage(), f"not run: {budget.reason}")
         calls = [1]
-        limit = self.extract.max_retries + 1
 
-        def stop(state: RetryCallState) -> bool:
-            if state.attempt_number >= limit or not budget.reserve_call():
-                return True
+        def claim() -> bool:
+            if not budget.reserve_call():
+                return False
             calls[0] += 1
-            return False
+            return True
 
-        retrying = AsyncRetrying(
-            stop=stop, retry=retry_if_not_exception_type((openai.APIError,)), reraise=True
-        )
-        messages: Any = [
+        messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": USER_TEMPLATE},
         ]
         try:
-            report, completion = await client.chat.completions.create_with_completion(
-                model=self.extract.model,
-                messages=messages,
-                response_model=CommunityReport,
-                max_retries=retrying,
+            reply = await client.create(
+                CommunityReport,
+                messages,
+                reask=Reask(self.endpoint.max_retries + 1, claim),
                 context={
                     "community_context": render_context(context),
                     "citable": context.citable,
                 },
-                temperature=self.extract.temperature,
             )
-        except InstructorRetryException as exc:
-            usage = _usage(exc.total_usage, calls[0], failed=True, budget=budget)
-            reason = f"invalid report after {exc.n_attempts} attempt(s): {exc.__cause__ or exc}"
-            return ReportOutcome(context, None, False, usage, reason[:600])
-        except (InstructorError, openai.APIError) as exc:
-            usage = _usage(None, calls[0], failed=True, budget=budget)
-            return ReportOutcome(context, None, False, usage, f"{type(exc).__name__}: {exc}"[:600])
-        usage = _usage(getattr(completion, "usage", None), calls[0], failed=False, budget=budget)
-        clean = CommunityReport.model_validate(report.model_dump(mode="json"))
+        except LLMCallError as exc:
+            if exc.retried:
+                usage = _usage(exc.usage, calls[0], failed=True, budget=budget)
+                reason = f"invalid report after {exc.n_attempts} attempt(s): {exc.reason}"
+                return ReportOutcome(context, None, False, usage, reason[:600])
+            usage = _usage(TokenUsage(), calls[0], failed=True, budget=budget)
+            return ReportOutcome(context, None, False, usage, exc.plain[:600])
+        usage = _usage(reply.usage, calls[0], failed=False, budget=budget)
+        clean = CommunityReport.model_validate(reply.value.model_dump(mode="json"))
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, self.key(context), clean)
         return ReportOutcome(context, clean, False, usage)
 
 
-def _usage(raw: Any, calls: int, *, failed: bool, budget: RunBudget) -> Usage:
-    prompt = int(getattr(raw, "prompt_tokens", 0) or 0)
-    completion = int(getattr(raw, "completion_tokens", 0) or 0)
+def _usage(raw: TokenUsage, calls: int, *, failed: bool, budget: RunBudget) -> Usage:
+    prompt, completion = raw.prompt_tokens, raw.completion_tokens
     budget.add_tokens(prompt + completion)
     return Usage(
         calls=calls,

@@ -2,13 +2,21 @@
 
 Modules, one job each: ``schema`` (the Pydantic contract), ``predicates`` (UPPER_SNAKE
 normalization), ``ontology`` (allowed types/predicates), ``prompts`` (every prompt + versions),
-``client`` (the LLM client), ``cache`` (SQLite cache), ``budget`` (usage, ceilings, estimates),
-``importer`` (triplets JSONL).
+``backend`` (the extraction contract, the choice of backend), ``client`` (the LLM backend),
+``cache`` (SQLite cache), ``budget`` (usage, ceilings, estimates), ``importer`` (triplets JSONL).
 """
 
+from kg.extract.backend import (
+    NOT_RUN,
+    ChunkOutcome,
+    ExtractionBackend,
+    ExtractionRun,
+    make_extractor,
+    run_sync,
+)
 from kg.extract.budget import Estimate, Usage, estimate
 from kg.extract.cache import ExtractionCache
-from kg.extract.client import NOT_RUN, ChunkOutcome, ExtractionRun, Extractor
+from kg.extract.client import LLMExtractor
 from kg.extract.importer import ImportedDocument, ImportResult, read_triplets
 from kg.extract.ontology import Ontology, load_ontology, ontology_from_settings
 from kg.extract.predicates import is_valid_predicate, normalize_predicate
@@ -23,18 +31,21 @@ __all__ = [
     "Estimate",
     "ExtractedEntity",
     "ExtractedRelation",
+    "ExtractionBackend",
     "ExtractionCache",
     "ExtractionResult",
     "ExtractionRun",
-    "Extractor",
     "ImportResult",
     "ImportedDocument",
+    "LLMExtractor",
     "Ontology",
     "Usage",
     "estimate",
     "is_valid_predicate",
     "load_ontology",
+    "make_extractor",
     "normalize_predicate",
     "ontology_from_settings",
     "read_triplets",
+    "run_sync",
 ]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kg.documents import count_tokens
 from kg.extract.prompts import USER_TEMPLATE, render_system_prompt
 from kg.extract.schema import ExtractionResult
+from kg.llm.endpoint import extract_endpoint
 from kg.models import Chunk
 from kg.settings import ExtractSettings
 
@@ -115,9 +116,10 @@ def estimate(
         + count_tokens(USER_TEMPLATE)
         + count_tokens(json.dumps(ExtractionResult.model_json_schema()))
     )
+    model = extract_endpoint(settings).model
     calls = prompt = completion = cached = 0
     for chunk in chunks:
-        if cache is not None and cache.contains(chunk.sha256, settings.model, ontology):
+        if cache is not None and cache.contains(chunk.sha256, model, ontology):
             cached += 1
             continue
         tokens = count_tokens(chunk.text)

@@ -1,12 +1,12 @@
-"""The LLM extraction client: chunks in, validated :class:`ExtractionResult` per chunk out.
+"""The LLM extraction backend: chunks in, validated :class:`ExtractionResult` per chunk out.
 
 Any OpenAI-compatible endpoint serves (OpenAI, Azure, Ollama, vLLM, llama.cpp server, LM
-Studio) through ``openai.AsyncOpenAI`` patched by instructor. Three layers of retry, each for
+Studio) through the LLM seam (:mod:`kg.llm`, use ``extract``). Three layers of retry, each for
 its own failure:
 
 - instructor re-asks when the answer does not validate (``max_retries``), sending the error;
 - we back off with jitter on 429, 5xx, timeouts and connection errors (``backoff_attempts``);
-- the openai client itself never retries (``max_retries=0``), so every call is counted here.
+- the client itself never retries, so every call is counted here.
 
 A chunk either yields a whole result or is recorded as failed with a reason: nothing partial.
 """
@@ -14,91 +14,42 @@ A chunk either yields a whole result or is recorded as failed with a reason: not
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import instructor
-import openai
-from instructor.core import InstructorError, InstructorRetryException
 from pydantic import ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_not_exception_type
 
 from kg.errors import ExtractionError
+from kg.extract.backend import NOT_RUN, ChunkOutcome, ExtractionRun, run_sync
 from kg.extract.budget import RunBudget, Usage
 from kg.extract.cache import ExtractionCache
 from kg.extract.ontology import Ontology, ontology_from_settings
 from kg.extract.prompts import build_messages
 from kg.extract.schema import DroppedItem, ExtractionResult, salvage
+from kg.llm import (
+    Endpoint,
+    LLMCallError,
+    LLMEndpointError,
+    LLMInvalidOutput,
+    Reask,
+    StructuredLLM,
+    TokenUsage,
+    extract_endpoint,
+    llm_client,
+)
 from kg.models import Chunk
-from kg.settings import ExtractSettings
+from kg.settings import ExtractSettings, LLMSettings
 
-__all__ = ["NOT_RUN", "ChunkOutcome", "ExtractionRun", "Extractor"]
+__all__ = ["NOT_RUN", "ChunkOutcome", "ExtractionRun", "LLMExtractor"]
 
 log = logging.getLogger(__name__)
 
-NOT_RUN = "not run: budget reached"
 MAX_BACKOFF_S = 60.0
 MAX_REASON_CHARS = 600
-
-MODES: dict[str, instructor.Mode] = {
-    "tools": instructor.Mode.TOOLS,
-    "json": instructor.Mode.JSON,
-    "json_schema": instructor.Mode.JSON_SCHEMA,
-    "md_json": instructor.Mode.MD_JSON,
-}
-
-# The endpoint or key is wrong: every chunk would fail the same way, so stop the run.
-_FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-
-
-@dataclass(frozen=True)
-class ChunkOutcome:
-    """One chunk's end: a ``result`` or an ``error``, never both."""
-
-    chunk_id: str
-    document_id: str
-    result: ExtractionResult | None
-    error: str | None
-    cached: bool
-    usage: Usage
-    dropped: tuple[DroppedItem, ...] = ()  # invalid items left out once re-asks were spent
-
-    @property
-    def ok(self) -> bool:
-        return self.result is not None
-
-    @property
-    def not_run(self) -> bool:
-        return self.error is not None and self.error.startswith(NOT_RUN)
-
-
-@dataclass(frozen=True)
-class ExtractionRun:
-    """A run's outcomes in chunk order, with totals and per-document usage."""
-
-    outcomes: list[ChunkOutcome]
-    usage: Usage
-    per_document: dict[str, Usage] = field(default_factory=dict)
-    stopped_by_budget: bool = False
-    budget_reason: str | None = None
-
-    @property
-    def succeeded(self) -> list[ChunkOutcome]:
-        return [o for o in self.outcomes if o.ok]
-
-    @property
-    def failed(self) -> list[ChunkOutcome]:
-        return [o for o in self.outcomes if not o.ok and not o.not_run]
-
-    @property
-    def not_run(self) -> list[ChunkOutcome]:
-        return [o for o in self.outcomes if o.not_run]
 
 
 class _Meter:
@@ -110,12 +61,10 @@ class _Meter:
         self.completion_tokens = 0
         self.budget_hit = False
 
-    def add_usage(self, usage: Any, budget: RunBudget) -> None:
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        self.prompt_tokens += prompt
-        self.completion_tokens += completion
-        budget.add_tokens(prompt + completion)
+    def add_usage(self, usage: TokenUsage, budget: RunBudget) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        budget.add_tokens(usage.prompt_tokens + usage.completion_tokens)
 
     def usage(self, *, failed: bool) -> Usage:
         return Usage(
@@ -132,39 +81,13 @@ def _shorten(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
-def _is_transient(exc: BaseException | None) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.RateLimitError):
-        return True
-    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"connection error: {exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _retry_after(exc: BaseException | None) -> float | None:
-    if isinstance(exc, openai.APIStatusError):
-        value = exc.response.headers.get("retry-after")
-        try:
-            return float(value) if value is not None else None
-        except ValueError:
-            return None
-    return None
-
-
-class Extractor:
-    """Extracts entities and relations from chunks with any OpenAI-compatible LLM.
+class LLMExtractor:
+    """The :class:`~kg.extract.backend.ExtractionBackend` of any OpenAI-compatible LLM.
 
     The constructor does no I/O: the HTTP client is opened for each run and closed at its end;
-    the ontology file (if configured and not given) is read when a run starts.
+    the ontology file (if configured and not given) is read when a run starts. ``endpoint``
+    is the ``extract`` use's (:func:`kg.llm.resolve_endpoint`); unset, the section's own
+    fields over the ``llm`` section's defaults (or ``shared``).
     """
 
     def __init__(
@@ -173,8 +96,11 @@ class Extractor:
         *,
         cache: ExtractionCache | None = None,
         ontology: Ontology | None = None,
+        endpoint: Endpoint | None = None,
+        shared: LLMSettings | None = None,
     ) -> None:
         self.settings = settings
+        self.endpoint = endpoint or extract_endpoint(settings, shared)
         self.cache = cache
         self._ontology = ontology
 
@@ -192,18 +118,7 @@ class Extractor:
         on_error: Literal["record", "raise"] = "record",
     ) -> ExtractionRun:
         """Blocking wrapper; works with or without an event loop running in this thread."""
-
-        def run() -> ExtractionRun:
-            return asyncio.run(self.extract_chunks(chunks, on_done=on_done, on_error=on_error))
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return run()
-        # Called from inside a running loop (a notebook, an async app): asyncio.run would
-        # refuse, so the extraction gets its own loop on a worker thread.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(run).result()
+        return run_sync(self, chunks, on_done=on_done, on_error=on_error)
 
     async def extract_chunks(
         self,
@@ -220,16 +135,10 @@ class Extractor:
         (401/403/404) always raises: every other chunk would fail the same way.
         """
         ontology = self.ontology()
-        budget = RunBudget(self.settings.max_calls, self.settings.max_tokens)
+        budget = RunBudget(self.endpoint.max_calls, self.endpoint.max_tokens)
         outcomes: list[ChunkOutcome | None] = [None] * len(chunks)
-        semaphore = asyncio.Semaphore(self.settings.concurrency)
-        async with openai.AsyncOpenAI(
-            base_url=self.settings.base_url,
-            api_key=self.settings.api_key.get_secret_value(),
-            timeout=self.settings.timeout_s,
-            max_retries=0,
-        ) as raw:
-            client = instructor.from_openai(raw, mode=MODES[self.settings.mode])
+        semaphore = asyncio.Semaphore(self.endpoint.concurrency)
+        async with llm_client(self.endpoint) as client:
 
             async def run_one(index: int, chunk: Chunk) -> None:
                 async with semaphore:
@@ -264,7 +173,7 @@ class Extractor:
     # backoff) reads top to bottom in one place; split, its exits would scatter.
     async def _extract_one(
         self,
-        client: instructor.AsyncInstructor,
+        client: StructuredLLM,
         chunk: Chunk,
         ontology: Ontology,
         budget: RunBudget,
@@ -282,7 +191,7 @@ class Extractor:
 
         if self.cache is not None:
             try:
-                hit = await self.cache.aget(chunk.sha256, settings.model, ontology)
+                hit = await self.cache.aget(chunk.sha256, self.endpoint.model, ontology)
             except ExtractionError as exc:  # a broken cache costs calls, not the run
                 log.warning("%s", exc)
                 hit = None
@@ -298,23 +207,22 @@ class Extractor:
         attempt = 0
         while True:
             try:
-                result, completion = await client.chat.completions.create_with_completion(
-                    model=settings.model,
-                    messages=build_messages(ontology),  # type: ignore[arg-type]
-                    response_model=ExtractionResult,
-                    max_retries=self._reasking(meter, budget),
+                reply = await client.create(
+                    ExtractionResult,
+                    build_messages(ontology),
+                    reask=self._reasking(meter, budget),
                     context=context,
-                    temperature=settings.temperature,
                 )
-            except InstructorRetryException as exc:
-                meter.add_usage(exc.total_usage, budget)
-                cause = exc.__cause__
-                if isinstance(cause, _FATAL):
+            except (LLMEndpointError, LLMInvalidOutput) as exc:
+                if not exc.retried:
+                    raise
+                meter.add_usage(exc.usage, budget)
+                if isinstance(exc, LLMEndpointError) and exc.fatal:
                     raise ExtractionError(
-                        f"the LLM endpoint rejected the request ({_describe(cause)}); "
+                        f"the LLM endpoint rejected the request ({exc.detail}); "
                         "check base_url, model and api_key"
-                    ) from cause
-                if not _is_transient(cause):
+                    ) from exc
+                if not (isinstance(exc, LLMEndpointError) and exc.transient):
                     kept = _salvaged(exc, ontology)
                     if kept is not None and not meter.budget_hit:
                         # Re-asks are spent: keep the valid items, report the invalid ones.
@@ -322,26 +230,24 @@ class Extractor:
                         await self._cache_put(chunk, result, ontology)
                         return outcome(result, None, meter.usage(failed=False), dropped=dropped)
                     return outcome(None, self._invalid_reason(exc, meter), meter.usage(failed=True))
-                assert cause is not None
                 attempt += 1
                 if attempt >= settings.backoff_attempts:
-                    reason = f"gave up after {attempt} attempts: {_describe(cause)}"
+                    reason = f"gave up after {attempt} attempts: {exc.detail}"
                     return outcome(None, _shorten(reason), meter.usage(failed=True))
                 if not budget.reserve_call():
-                    reason = f"stopped: {budget.reason}; last error: {_describe(cause)}"
+                    reason = f"stopped: {budget.reason}; last error: {exc.detail}"
                     return outcome(None, _shorten(reason), meter.usage(failed=True))
                 meter.calls += 1
-                delay = self._backoff(attempt, cause)
-                log.warning("chunk %s: %s; retrying in %.2fs", chunk.id, _describe(cause), delay)
+                delay = self._backoff(attempt, exc)
+                log.warning("chunk %s: %s; retrying in %.2fs", chunk.id, exc.detail, delay)
                 await asyncio.sleep(delay)
                 continue
-            except InstructorError as exc:  # e.g. truncated output (finish_reason=length)
-                reason = f"{type(exc).__name__}: {exc}"
-                return outcome(None, _shorten(reason), meter.usage(failed=True))
-            meter.add_usage(getattr(completion, "usage", None), budget)
+            except LLMCallError as exc:  # e.g. truncated output (finish_reason=length)
+                return outcome(None, _shorten(exc.plain), meter.usage(failed=True))
+            meter.add_usage(reply.usage, budget)
             # A clean copy: instructor hangs the raw completion on the model it returns.
             result = ExtractionResult.model_validate(
-                result.model_dump(mode="json"), context={"ontology": ontology}
+                reply.value.model_dump(mode="json"), context={"ontology": ontology}
             )
             await self._cache_put(chunk, result, ontology)
             return outcome(result, None, meter.usage(failed=False))
@@ -350,52 +256,45 @@ class Extractor:
         if self.cache is None:
             return
         try:
-            await self.cache.aput(chunk.sha256, self.settings.model, result, ontology)
+            await self.cache.aput(chunk.sha256, self.endpoint.model, result, ontology)
         except ExtractionError as exc:
             log.warning("extraction cache write failed: %s", exc)
 
-    def _reasking(self, meter: _Meter, budget: RunBudget) -> AsyncRetrying:
+    def _reasking(self, meter: _Meter, budget: RunBudget) -> Reask:
         """instructor's re-ask loop, with each re-ask claiming a call from the budget."""
-        limit = self.settings.max_retries + 1
 
-        def stop(state: RetryCallState) -> bool:
-            if state.attempt_number >= limit:
-                return True
+        def claim() -> bool:
             if not budget.reserve_call():
                 meter.budget_hit = True
-                return True
+                return False
             meter.calls += 1
-            return False
+            return True
 
-        return AsyncRetrying(
-            stop=stop,
-            # HTTP errors go to our backoff, not to a re-ask.
-            retry=retry_if_not_exception_type((openai.APIError,)),
-            reraise=True,
-        )
+        return Reask(self.endpoint.max_retries + 1, claim)
 
-    def _invalid_reason(self, exc: InstructorRetryException, meter: _Meter) -> str:
-        last = exc.__cause__ if exc.__cause__ is not None else exc
+    def _invalid_reason(self, exc: LLMCallError, meter: _Meter) -> str:
         prefix = (
             f"stopped: budget reached after {exc.n_attempts} attempt(s)"
             if meter.budget_hit
             else f"invalid output after {exc.n_attempts} attempt(s)"
         )
-        return _shorten(f"{prefix}: {last}")
+        return _shorten(f"{prefix}: {exc.reason}")
 
-    def _backoff(self, attempt: int, cause: BaseException) -> float:
+    def _backoff(self, attempt: int, cause: LLMEndpointError) -> float:
         base = self.settings.backoff_base_s * (2.0 ** (attempt - 1))
         delay = base * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not security
-        hinted = _retry_after(cause)
+        hinted = cause.retry_after
         if hinted is not None:
             delay = max(delay, hinted)
         return min(delay, MAX_BACKOFF_S)
 
 
 def _salvaged(
-    exc: InstructorRetryException, ontology: Ontology
+    exc: LLMCallError, ontology: Ontology
 ) -> tuple[ExtractionResult, tuple[DroppedItem, ...]] | None:
     """The valid part of the last answer, if it was a JSON extraction at all."""
+    if not isinstance(exc, LLMInvalidOutput):
+        return None
     data = _last_json(exc.last_completion)
     if not isinstance(data, dict):
         return None

@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from kg.errors import ResolutionError
+from kg.llm import (
+    Endpoint,
+    LLMCallError,
+    SyncStructuredLLM,
+    TokenUsage,
+    resolve_endpoint,
+    sync_llm_client,
+)
 
 if TYPE_CHECKING:
     from kg.settings import Settings
@@ -79,7 +87,8 @@ class AdjudicationUsage:
 
 @dataclass
 class LLMAdjudicator:
-    """instructor over any OpenAI-compatible chat endpoint; the client is made on first use."""
+    """Any OpenAI-compatible chat endpoint through the LLM seam (:mod:`kg.llm`, use
+    ``adjudicate``); the client connects on first use."""
 
     base_url: str
     api_key: str
@@ -89,32 +98,42 @@ class LLMAdjudicator:
     timeout_s: float = 60.0
     max_calls: int | None = 500
     usage: AdjudicationUsage = field(default_factory=AdjudicationUsage)
-    _client: Any = None
+    _client: SyncStructuredLLM | None = None
 
-    def _get_client(self) -> Any:
+    @classmethod
+    def for_endpoint(cls, endpoint: Endpoint, max_calls: int | None) -> LLMAdjudicator:
+        return cls(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key.get_secret_value(),
+            model=endpoint.model,
+            mode=endpoint.mode,
+            max_retries=endpoint.max_retries,
+            timeout_s=endpoint.timeout_s,
+            max_calls=max_calls,
+        )
+
+    def _get_client(self) -> SyncStructuredLLM:
         if self._client is None:
-            import instructor
-            import openai
-
-            modes = {
-                "tools": instructor.Mode.TOOLS,
-                "json": instructor.Mode.JSON,
-                "json_schema": instructor.Mode.JSON_SCHEMA,
-                "md_json": instructor.Mode.MD_JSON,
-            }
-            if self.mode not in modes:
+            if self.mode not in ("tools", "json", "json_schema", "md_json"):
                 raise ResolutionError(f"unknown instructor mode {self.mode!r}")
-            raw = openai.OpenAI(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
+            endpoint = Endpoint(
+                use="adjudicate",
+                base_url=self.base_url,
+                api_key=SecretStr(self.api_key),
+                model=self.model,
+                mode=self.mode,
+                temperature=0.0,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                concurrency=1,
+                max_calls=None,
+                max_tokens=None,
             )
-            self._client = instructor.from_openai(raw, mode=modes[self.mode])
+            self._client = sync_llm_client(endpoint)
         return self._client
 
     def same(self, a: Side, b: Side, score: float) -> bool:
         """Ask once per pair; over ``max_calls`` the pair is kept apart and counted as skipped."""
-        import openai
-        from instructor.core import InstructorError, InstructorRetryException
-
         if self.max_calls is not None and self.usage.calls >= self.max_calls:
             self.usage.skipped += 1
             return False
@@ -129,42 +148,31 @@ class LLMAdjudicator:
         ]
         self.usage.calls += 1
         try:
-            verdict, completion = client.chat.completions.create_with_completion(
-                model=self.model,
-                messages=messages,
-                response_model=SameEntity,
-                max_retries=self.max_retries,
-                temperature=0.0,
-            )
-        except InstructorRetryException as exc:
-            self._add_usage(exc.total_usage)
+            reply = client.create(SameEntity, messages, reask=self.max_retries, temperature=0.0)
+        except LLMCallError as exc:
+            if exc.retried:
+                self._add_usage(exc.usage)
+            self.usage.failures += 1
+            log.warning("adjudication of %r / %r failed: %s", a.name, b.name, exc.__cause__ or exc)
+            return False
+        except OSError as exc:
             self.usage.failures += 1
             log.warning("adjudication of %r / %r failed: %s", a.name, b.name, exc)
             return False
-        except (InstructorError, openai.OpenAIError, OSError) as exc:
-            self.usage.failures += 1
-            log.warning("adjudication of %r / %r failed: %s", a.name, b.name, exc)
-            return False
-        self._add_usage(getattr(completion, "usage", None))
+        verdict = reply.value
+        self._add_usage(reply.usage)
         log.debug("adjudicated %r / %r: %s (%s)", a.name, b.name, verdict.same, verdict.reason)
         return bool(verdict.same)
 
-    def _add_usage(self, usage: Any) -> None:
-        self.usage.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.usage.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+    def _add_usage(self, usage: TokenUsage) -> None:
+        self.usage.prompt_tokens += usage.prompt_tokens
+        self.usage.completion_tokens += usage.completion_tokens
 
 
 def make_adjudicator(settings: Settings) -> LLMAdjudicator | None:
-    """An adjudicator on the extraction endpoint; None when ``llm_adjudication`` is off."""
+    """An adjudicator on the ``adjudicate`` endpoint; None when ``llm_adjudication`` is off."""
     if not settings.resolve.llm_adjudication:
         return None
-    extract = settings.extract
-    return LLMAdjudicator(
-        base_url=extract.base_url,
-        api_key=extract.api_key.get_secret_value(),
-        model=extract.model,
-        mode=extract.mode,
-        max_retries=extract.max_retries,
-        timeout_s=extract.timeout_s,
-        max_calls=settings.resolve.llm_max_calls,
+    return LLMAdjudicator.for_endpoint(
+        resolve_endpoint(settings, "adjudicate"), settings.resolve.llm_max_calls
     )

@@ -14,41 +14,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from kg.errors import ResolutionError
+from kg.llm import EmbeddingsClient, LLMCallError, embeddings_client
 from kg.resolve.abbreviations import load_table
 from kg.resolve.normalize import Normalizer, phonetic
+from kg.resolve.vectors import Embedder, Vectors, normalize_rows
+from kg.resolve.wordllama import WordLlamaEmbedder
+
+__all__ = [
+    "Embedder",
+    "EmbeddingUsage",
+    "HashingEmbedder",
+    "OpenAIEmbedder",
+    "Vectors",
+    "embedder_identity",
+    "make_chunk_embedder",
+    "make_embedder",
+    "normalize_rows",
+]
 
 if TYPE_CHECKING:
     from kg.settings import ChunkSettings, ResolveSettings
 
-Vectors = npt.NDArray[np.float32]
-
 _BATCH = 16_384
 _NGRAMS = (2, 3, 4)
 _PRIME = np.uint64(1_099_511_628_211)  # FNV-64 prime: spreads code points over 64 bits
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns names into L2-normalized float32 rows of width ``dim``."""
-
-    @property
-    def dim(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-
-def normalize_rows(vectors: Vectors) -> Vectors:
-    """L2-normalize rows in place (zero rows stay zero) so inner product is cosine."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    np.maximum(norms, 1e-12, out=norms)
-    vectors /= norms
-    return vectors
 
 
 def _mix(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
@@ -129,7 +124,8 @@ class EmbeddingUsage:
 
 @dataclass
 class OpenAIEmbedder:
-    """Any OpenAI-compatible ``/embeddings`` endpoint, in batches. The client is made lazily."""
+    """Any OpenAI-compatible ``/embeddings`` endpoint, in batches; the client (from the LLM
+    seam, :func:`kg.llm.embeddings_client`) is made lazily."""
 
     base_url: str | None
     api_key: str
@@ -139,7 +135,7 @@ class OpenAIEmbedder:
     send_dimensions: bool = True
     timeout_s: float = 60.0
     usage: EmbeddingUsage = field(default_factory=EmbeddingUsage)
-    _client: Any = None
+    _client: EmbeddingsClient | None = None
 
     @property
     def name(self) -> str:
@@ -150,31 +146,27 @@ class OpenAIEmbedder:
         return self.dimension
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        import openai
-
         if self._client is None:
-            self._client = openai.OpenAI(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s
-            )
+            self._client = embeddings_client(self.base_url, self.api_key, self.timeout_s)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        dimensions = self.dimension if self.send_dimensions else None
         for start in range(0, len(texts), self.batch_size):
             batch = [t if t.strip() else "?" for t in texts[start : start + self.batch_size]]
-            extra: dict[str, Any] = {"dimensions": self.dimension} if self.send_dimensions else {}
             try:
-                reply = self._client.embeddings.create(model=self.model, input=batch, **extra)
-            except openai.OpenAIError as exc:
+                reply = self._client.create(self.model, batch, dimensions=dimensions)
+            except LLMCallError as exc:
                 raise ResolutionError(f"embeddings endpoint failed: {exc}") from exc
             self.usage.calls += 1
-            if reply.usage is not None:
-                self.usage.tokens += int(reply.usage.total_tokens)
-            for item in reply.data:
-                vec = np.asarray(item.embedding, dtype=np.float32)
+            if reply.tokens is not None:
+                self.usage.tokens += reply.tokens
+            for index, embedding in reply.vectors:
+                vec = np.asarray(embedding, dtype=np.float32)
                 if vec.shape != (self.dimension,):
                     raise ResolutionError(
                         f"model {self.model!r} returned {vec.shape[0]}-d vectors; "
                         f"set resolve.embedding_dim to {vec.shape[0]}"
                     )
-                out[start + item.index] = vec
+                out[start + index] = vec
         return normalize_rows(out)
 
 
@@ -195,8 +187,6 @@ def make_chunk_embedder(settings: ChunkSettings) -> Embedder:
         )
     if settings.embedder == "hashing":
         return HashingEmbedder(settings.embedding_dim)
-    from kg.resolve.wordllama import WordLlamaEmbedder
-
     return WordLlamaEmbedder(settings.embedding_dim)
 
 

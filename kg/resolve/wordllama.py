@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kg.errors import ConfigError
-from kg.resolve.embed import Vectors, normalize_rows
+from kg.resolve.vectors import Vectors, normalize_rows
 
 CONFIG = "l2_supercat"
 _BATCH = 256

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-import instructor
-import openai
-from instructor.core import InstructorError
 from pydantic import BaseModel, Field
 
-from kg.extract.client import MODES
+from kg.llm import LLMCallError, open_llm
 from kg.search.global_models import (
     MAX_GLOBAL_LIMIT,
     GlobalSearchRequest,
@@ -126,28 +123,20 @@ async def routed_search(
 
 async def _llm_route(settings: Settings, query: str, linked: list[str]) -> RouteChoice | None:
     """One bounded call (at most one re-ask); None lets the rules decide."""
-    ex = settings.extract
     names = ", ".join(linked[:20]) or "none"
+    messages = [
+        {"role": "system", "content": ROUTER_PROMPT},
+        {"role": "user", "content": "Question: {{ q }}\nEntities it names: {{ names }}"},
+    ]
     try:
-        async with openai.AsyncOpenAI(
-            base_url=ex.base_url,
-            api_key=ex.api_key.get_secret_value(),
-            timeout=ex.timeout_s,
-            max_retries=0,
-        ) as raw:
-            client = instructor.from_openai(raw, mode=MODES[ex.mode])
-            messages: Any = [
-                {"role": "system", "content": ROUTER_PROMPT},
-                {"role": "user", "content": "Question: {{ q }}\nEntities it names: {{ names }}"},
-            ]
-            choice: RouteChoice = await client.chat.completions.create(
-                model=ex.model,
-                messages=messages,
-                response_model=RouteChoice,
-                max_retries=1,
+        async with open_llm(settings, "router") as client:
+            reply = await client.create(
+                RouteChoice,
+                messages,
+                reask=1,
                 context={"q": query, "names": names},
                 temperature=0,
             )
-            return choice
-    except (InstructorError, openai.APIError):
+            return reply.value
+    except LLMCallError:
         return None

@@ -41,7 +41,7 @@ class Translator:
     """Question translation with a per-process cache; one instance per search service."""
 
     def __init__(self, settings: Settings) -> None:
-        self._endpoint = LLMEndpoint.from_settings(settings)
+        self._endpoint = LLMEndpoint.from_settings(settings, "translate")
         self._cache: OrderedDict[tuple[str, tuple[str, ...]], list[TranslatedQuestion]] = (
             OrderedDict()
         )

@@ -51,7 +51,7 @@ def live(driver: Driver, settings: Settings) -> Iterator[tuple[str, list[object]
     llm.__enter__()
     with_llm = api_settings(settings, require_auth=True, api_keys=KEY)
     with_llm = with_llm.model_copy(
-        update={"extract": with_llm.extract.model_copy(update={"base_url": llm.base_url})}
+        update={"llm": with_llm.llm.model_copy(update={"base_url": llm.base_url})}
     )
     app = create_app(with_llm, service_factory=verified_once_factory)
     with LiveServer(app) as server, llm:

@@ -75,7 +75,7 @@ def test_hostile_folder_is_reported_file_by_file_and_nothing_partial_is_written(
 
     with ScriptedLLM(responder=responder) as llm:
         s = settings.model_copy(deep=True)
-        s.extract.base_url = llm.base_url
+        s.llm.base_url = llm.base_url
         s.extract.cache_path = tmp_path / "cache.sqlite"
         s.extract.max_file_bytes = 50 * 1024 * 1024
         summary = ingest(s, clean_graph, folder)

@@ -40,7 +40,7 @@ def _communities(driver: Driver) -> list[dict[str, Any]]:
 def _llm_settings(settings: Settings, llm: ScriptedLLM, tmp_path: Path, **extra: Any) -> Settings:
     return settings.model_copy(
         update={
-            "extract": settings.extract.model_copy(
+            "llm": settings.llm.model_copy(
                 update={"base_url": llm.base_url, "model": "scripted", "max_retries": 2}
             ),
             "communities": settings.communities.model_copy(

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from kg.errors import ExtractionError
-from kg.extract import NOT_RUN, ChunkOutcome, ExtractionCache, Extractor, Usage
+from kg.extract import NOT_RUN, ChunkOutcome, ExtractionCache, Usage
+from kg.extract import LLMExtractor as Extractor
 from kg.extract.ontology import Ontology
 from kg.models import Chunk
 from kg.settings import ExtractSettings

@@ -134,7 +134,7 @@ def _material_ids(request: dict[str, Any]) -> list[str]:
 def _llm(settings: Settings, llm: ScriptedLLM, **communities: Any) -> Settings:
     return settings.model_copy(
         update={
-            "extract": settings.extract.model_copy(
+            "llm": settings.llm.model_copy(
                 update={"base_url": llm.base_url, "model": "scripted", "max_retries": 2}
             ),
             "communities": settings.communities.model_copy(
@@ -201,7 +201,7 @@ def test_the_optional_llm_classifier_decides_and_the_rules_are_the_fallback(
     def configured(llm: ScriptedLLM) -> Settings:
         return settings.model_copy(
             update={
-                "extract": settings.extract.model_copy(update={"base_url": llm.base_url}),
+                "llm": settings.llm.model_copy(update={"base_url": llm.base_url}),
                 "communities": settings.communities.model_copy(update={"router_llm": True}),
             }
         )

@@ -165,7 +165,7 @@ def responder(request: dict[str, Any]) -> Reply:
 def llm_settings(settings: Settings, tmp_path: Path):  # type: ignore[no-untyped-def]
     with ScriptedLLM(responder=responder) as llm:
         s = settings.model_copy(deep=True)
-        s.extract.base_url = llm.base_url
+        s.llm.base_url = llm.base_url
         s.extract.cache_path = tmp_path / "cache.sqlite"
         s.extract.max_retries = 1
         s.extract.backoff_base_s = 0.01

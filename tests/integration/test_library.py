@@ -121,7 +121,7 @@ def test_llm_adjudication_setting_is_wired_into_ingest(
         llm.responder = lambda _request: Reply(payload={"same": True, "reason": "exonym"})
         wired = settings.model_copy(deep=True)
         wired.resolve.llm_adjudication = True
-        wired.extract.base_url = llm.base_url
+        wired.llm.base_url = llm.base_url
         with KnowledgeGraph(wired) as graph:
             graph.ingest(tmp_path, triplets=path)
         calls = llm.calls

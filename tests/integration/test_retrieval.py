@@ -37,8 +37,8 @@ def _write_passages(folder: Path) -> tuple[dict[str, str], dict[str, object]]:
 
 def _offline(settings: Settings) -> Settings:
     """Settings whose LLM endpoint is a closed port: any LLM call would fail the ingest."""
-    extract = settings.extract.model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
-    return settings.model_copy(update={"extract": extract})
+    llm = settings.llm.model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
+    return settings.model_copy(update={"llm": llm})
 
 
 @pytest.fixture(scope="module")

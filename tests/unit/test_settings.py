@@ -25,9 +25,10 @@ def test_prefix_and_nested_sections(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KG_NEO4J__URI", "bolt://db:7687")
     monkeypatch.setenv("KG_EXTRACT__MODEL", "qwen2.5")
     monkeypatch.setenv("KG_SEARCH__TYPE_WEIGHTS", '{"DEPENDS_ON": 0.5}')
-    s = Settings()
+    with pytest.warns(DeprecationWarning, match="KG_LLM__MODEL"):
+        s = Settings()
     assert s.neo4j.uri == "bolt://db:7687"
-    assert s.extract.model == "qwen2.5"
+    assert s.llm.model == "qwen2.5"  # the old shared name, moved to the shared section
     assert s.search.type_weights == {"DEPENDS_ON": 0.5}
 
 

@@ -25,14 +25,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-import instructor
-import openai
-from instructor.core import InstructorError, InstructorRetryException
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
-from tenacity import AsyncRetrying, RetryCallState, retry_if_not_exception_type
 
 from kg.extract.budget import RunBudget
-from kg.extract.client import MODES
+from kg.llm import LLMCallError, Reask, StructuredLLM, open_llm
 from kg.search.global_models import (
     CommunityHit,
     GlobalPoint,
@@ -184,15 +180,9 @@ async def global_search(
 async def _map_reduce(
     settings: Settings, query: str, hits: Sequence[CommunityHit], response: GlobalSearchResponse
 ) -> None:
-    cs, ex = settings.communities, settings.extract
+    cs = settings.communities
     budget = RunBudget(cs.global_max_calls, cs.global_max_tokens)
-    async with openai.AsyncOpenAI(
-        base_url=ex.base_url,
-        api_key=ex.api_key.get_secret_value(),
-        timeout=ex.timeout_s,
-        max_retries=0,
-    ) as raw:
-        client = instructor.from_openai(raw, mode=MODES[ex.mode])
+    async with open_llm(settings, "reports") as client:
         batches = [hits[i : i + cs.global_batch] for i in range(0, len(hits), cs.global_batch)]
         # The reduce needs one call: the map may use all but that one.
         map_budget = RunBudget(max(1, cs.global_max_calls - 1), cs.global_max_tokens)
@@ -223,7 +213,7 @@ async def _map_reduce(
 
 
 async def _ask(
-    client: instructor.AsyncInstructor,
+    client: StructuredLLM,
     settings: Settings,
     budget: RunBudget,
     prompt: str,
@@ -236,7 +226,7 @@ async def _ask(
 
 
 async def _ask_text(
-    client: instructor.AsyncInstructor,
+    client: StructuredLLM,
     settings: Settings,
     budget: RunBudget,
     prompt: str,
@@ -248,35 +238,25 @@ async def _ask_text(
     """One instructor call with re-asks, every attempt reserved from ``budget``."""
     if not budget.reserve_call():
         return None
-    limit = settings.extract.max_retries + 1
+    limit = client.endpoint.max_retries + 1
 
-    def stop(state: RetryCallState) -> bool:
-        return state.attempt_number >= limit or not budget.reserve_call()
-
-    messages: Any = [
+    messages = [
         {"role": "system", "content": prompt},
         {"role": "user", "content": USER_TEMPLATE},
     ]
     try:
-        answer, completion = await client.chat.completions.create_with_completion(
-            model=settings.extract.model,
-            messages=messages,
-            response_model=model,
-            max_retries=AsyncRetrying(
-                stop=stop, retry=retry_if_not_exception_type((openai.APIError,)), reraise=True
-            ),
+        reply = await client.create(
+            model,
+            messages,
+            reask=Reask(limit, budget.reserve_call),
             context={"question": query, "material": material, "citable": citable},
-            temperature=settings.extract.temperature,
         )
-    except InstructorRetryException as exc:
-        usage = exc.total_usage
-        budget.add_tokens(int(getattr(usage, "total_tokens", 0) or 0))
+    except LLMCallError as exc:
+        if exc.retried:
+            budget.add_tokens(exc.usage.total_tokens)
         return None
-    except (InstructorError, openai.APIError):
-        return None
-    usage = getattr(completion, "usage", None)
-    budget.add_tokens(int(getattr(usage, "total_tokens", 0) or 0))
-    return answer
+    budget.add_tokens(reply.usage.total_tokens)
+    return reply.value
 
 
 class CommunityReports:

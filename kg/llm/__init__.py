@@ -1,0 +1,54 @@
+"""The LLM seam: every LLM use in kg goes through this package.
+
+- :mod:`kg.llm.endpoint`: which endpoint, model and bounds a use runs with (settings resolved:
+  the use's own section, then the shared ``llm`` section);
+- :mod:`kg.llm.protocol`: :class:`StructuredLLM` (one validated chat call),
+  :class:`EmbeddingsClient`, and the errors a call raises;
+- :mod:`kg.llm.factory`: the one place a client is built (:func:`open_llm`);
+- :mod:`kg.llm.ask`: one budgeted request, for answers, questions and translation;
+- :mod:`kg.llm.instructor_llm`: the openai + instructor implementation, the only module that
+  imports them, and only once a client is built.
+"""
+
+from kg.llm.ask import LLMEndpoint, LLMUsage, ReaskFailed, ask
+from kg.llm.endpoint import USES, Endpoint, extract_endpoint, resolve_endpoint
+from kg.llm.factory import embeddings_client, llm_client, open_llm, sync_llm_client
+from kg.llm.protocol import (
+    EmbeddingsClient,
+    EmbeddingsReply,
+    LLMCallError,
+    LLMEndpointError,
+    LLMInvalidOutput,
+    LLMUnusableOutput,
+    Reask,
+    Reply,
+    StructuredLLM,
+    SyncStructuredLLM,
+    TokenUsage,
+)
+
+__all__ = [
+    "USES",
+    "EmbeddingsClient",
+    "EmbeddingsReply",
+    "Endpoint",
+    "LLMCallError",
+    "LLMEndpoint",
+    "LLMEndpointError",
+    "LLMInvalidOutput",
+    "LLMUnusableOutput",
+    "LLMUsage",
+    "Reask",
+    "ReaskFailed",
+    "Reply",
+    "StructuredLLM",
+    "SyncStructuredLLM",
+    "TokenUsage",
+    "ask",
+    "embeddings_client",
+    "extract_endpoint",
+    "llm_client",
+    "open_llm",
+    "resolve_endpoint",
+    "sync_llm_client",
+]

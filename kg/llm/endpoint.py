@@ -1,0 +1,91 @@
+"""Which endpoint, model and bounds one LLM use runs with: settings resolved, nothing opened.
+
+Every use has an ordered list of settings sections; a field takes the first value that is set.
+The shared ``llm`` section is last and sets everything, so a use's own section holds only what
+the user wants different for it. ``translate`` reads ``answer`` before ``llm``: translations
+always ran on the answer endpoint and against the request's answer budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from pydantic import BaseModel, SecretStr
+
+from kg.settings import ExtractSettings, LLMSettings, LLMUse, Settings
+
+__all__ = ["USES", "Endpoint", "extract_endpoint", "resolve_endpoint"]
+
+USES: tuple[LLMUse, ...] = get_args(LLMUse)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One use's resolved endpoint and per-call (or per-run) bounds."""
+
+    use: str
+    base_url: str
+    api_key: SecretStr
+    model: str
+    mode: str
+    temperature: float
+    timeout_s: float
+    max_retries: int
+    concurrency: int
+    max_calls: int | None
+    max_tokens: int | None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, use: LLMUse = "answer") -> Endpoint:
+        """The endpoint of ``use`` (``answer`` by default: answers and questions to templates)."""
+        return resolve_endpoint(settings, use)
+
+
+def _sections(settings: Settings, use: LLMUse) -> list[BaseModel]:
+    own: dict[str, list[BaseModel]] = {
+        "extract": [settings.extract],
+        "answer": [settings.answer],
+        "reports": [settings.reports],
+        "router": [settings.router],
+        "translate": [settings.translate, settings.answer],
+        "adjudicate": [],
+    }
+    return [*own[use], settings.llm]
+
+
+def _pick(sections: Sequence[BaseModel], name: str) -> Any:
+    for section in sections:
+        value = getattr(section, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _build(use: str, sections: Sequence[BaseModel]) -> Endpoint:
+    return Endpoint(
+        use=use,
+        base_url=_pick(sections, "base_url"),
+        api_key=_pick(sections, "api_key"),
+        model=_pick(sections, "model"),
+        mode=_pick(sections, "mode"),
+        temperature=_pick(sections, "temperature"),
+        timeout_s=_pick(sections, "timeout_s"),
+        max_retries=_pick(sections, "max_retries"),
+        concurrency=_pick(sections, "concurrency"),
+        max_calls=_pick(sections, "max_calls"),
+        max_tokens=_pick(sections, "max_tokens"),
+    )
+
+
+def resolve_endpoint(settings: Settings, use: LLMUse) -> Endpoint:
+    """``use``'s endpoint: each field from its own section when set, else from ``llm``."""
+    if use not in USES:
+        raise ValueError(f"unknown LLM use {use!r}; one of {', '.join(USES)}")
+    return _build(use, _sections(settings, use))
+
+
+def extract_endpoint(extract: ExtractSettings, shared: LLMSettings | None = None) -> Endpoint:
+    """Extraction's endpoint from its section alone (the shared section's defaults beneath)."""
+    return _build("extract", [extract, shared or LLMSettings()])

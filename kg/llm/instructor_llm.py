@@ -1,0 +1,255 @@
+"""The one place that builds openai and instructor clients (imported only when one is built).
+
+The openai client never retries on its own for chat (``max_retries=0``): re-asks are
+instructor's, backoff is the caller's, so every call is counted by kg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+import instructor
+import openai
+from instructor.core import InstructorError, InstructorRetryException
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_not_exception_type
+
+from kg.llm.endpoint import Endpoint
+from kg.llm.protocol import (
+    EmbeddingsReply,
+    LLMCallError,
+    LLMEndpointError,
+    LLMInvalidOutput,
+    LLMUnusableOutput,
+    Reask,
+    Reply,
+    TokenUsage,
+)
+
+__all__ = ["InstructorLLM", "OpenAIEmbeddings", "SyncInstructorLLM"]
+
+M = TypeVar("M", bound=BaseModel)
+
+MODES: dict[str, instructor.Mode] = {
+    "tools": instructor.Mode.TOOLS,
+    "json": instructor.Mode.JSON,
+    "json_schema": instructor.Mode.JSON_SCHEMA,
+    "md_json": instructor.Mode.MD_JSON,
+}
+
+# The endpoint or key is wrong: every call would fail the same way.
+_FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+
+
+def _mode(endpoint: Endpoint) -> instructor.Mode:
+    try:
+        return MODES[endpoint.mode]
+    except KeyError:
+        raise LLMCallError(f"unknown instructor mode {endpoint.mode!r}") from None
+
+
+def _stop(reask: Reask) -> Any:
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number >= reask.attempts:
+            return True
+        return reask.claim is not None and not reask.claim()
+
+    return stop
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    if isinstance(exc, openai.APIStatusError):
+        value = exc.response.headers.get("retry-after")
+        try:
+            return float(value) if value is not None else None
+        except ValueError:
+            return None
+    return None
+
+
+def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
+    if isinstance(exc, openai.APITimeoutError):
+        detail = brief = "timeout"
+    elif isinstance(exc, openai.APIStatusError):
+        detail, brief = f"HTTP {exc.status_code}: {exc.message}", f"HTTP {exc.status_code}"
+    elif isinstance(exc, openai.APIConnectionError):
+        detail, brief = f"connection error: {exc}", type(exc).__name__
+    else:
+        detail, brief = f"{type(exc).__name__}: {exc}", type(exc).__name__
+    transient = isinstance(exc, (openai.APIConnectionError, openai.RateLimitError)) or (
+        isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+    )
+    return LLMEndpointError(
+        str(exc),
+        detail=detail,
+        brief=brief,
+        status=exc.status_code if isinstance(exc, openai.APIStatusError) else None,
+        transient=transient,
+        fatal=isinstance(exc, _FATAL),
+        retry_after=_retry_after(exc),
+        plain=f"{type(exc).__name__}: {exc}",
+        **kwargs,
+    )
+
+
+def _translate(exc: Exception) -> LLMCallError:
+    """An openai or instructor exception as the seam's error."""
+    if isinstance(exc, InstructorRetryException):
+        usage = TokenUsage.of(exc.total_usage)
+        cause = exc.__cause__
+        if isinstance(cause, openai.OpenAIError):
+            return _endpoint_error(cause, usage=usage, n_attempts=exc.n_attempts)
+        return LLMInvalidOutput(
+            str(cause if cause is not None else exc),
+            usage=usage,
+            n_attempts=exc.n_attempts,
+            last_completion=exc.last_completion,
+            validation_error=cause if isinstance(cause, ValidationError) else None,
+            plain=f"{type(exc).__name__}: {exc}",
+        )
+    if isinstance(exc, openai.OpenAIError):
+        return _endpoint_error(exc, retried=False)
+    return LLMUnusableOutput(str(exc), retried=False, plain=f"{type(exc).__name__}: {exc}")
+
+
+class InstructorLLM:
+    """:class:`~kg.llm.protocol.StructuredLLM` over ``openai.AsyncOpenAI`` patched by instructor.
+
+    The constructor does no I/O; the HTTP client is opened on enter and closed on exit.
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self._raw: openai.AsyncOpenAI | None = None
+        self._client: instructor.AsyncInstructor | None = None
+
+    async def __aenter__(self) -> InstructorLLM:
+        mode = _mode(self.endpoint)
+        self._raw = openai.AsyncOpenAI(
+            base_url=self.endpoint.base_url,
+            api_key=self.endpoint.api_key.get_secret_value(),
+            timeout=self.endpoint.timeout_s,
+            max_retries=0,
+        )
+        self._client = instructor.from_openai(self._raw, mode=mode)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._raw is not None:
+            await self._raw.close()
+        self._raw = self._client = None
+
+    async def create(
+        self,
+        response_model: type[M],
+        messages: Sequence[Mapping[str, str]],
+        *,
+        reask: Reask | int,
+        context: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+    ) -> Reply[M]:
+        if self._client is None:
+            raise LLMCallError("the LLM client is not open: use it as `async with`")
+        retries: int | AsyncRetrying = (
+            reask
+            if isinstance(reask, int)
+            else AsyncRetrying(
+                stop=_stop(reask),
+                retry=retry_if_not_exception_type((openai.APIError,)),
+                reraise=True,
+            )
+        )
+        try:
+            value, completion = await self._client.chat.completions.create_with_completion(
+                model=self.endpoint.model,
+                messages=list(messages),  # type: ignore[arg-type]
+                response_model=response_model,
+                max_retries=retries,
+                context=dict(context) if context is not None else None,
+                temperature=self.endpoint.temperature if temperature is None else temperature,
+            )
+        except (InstructorError, openai.OpenAIError) as exc:
+            raise _translate(exc) from exc
+        return Reply(value, TokenUsage.of(getattr(completion, "usage", None)))
+
+
+class SyncInstructorLLM:
+    """The blocking twin over ``openai.OpenAI``; the client is made on first use."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self._client: instructor.Instructor | None = None
+
+    def _get_client(self) -> instructor.Instructor:
+        if self._client is None:
+            mode = _mode(self.endpoint)
+            raw = openai.OpenAI(
+                base_url=self.endpoint.base_url,
+                api_key=self.endpoint.api_key.get_secret_value(),
+                timeout=self.endpoint.timeout_s,
+                max_retries=0,
+            )
+            self._client = instructor.from_openai(raw, mode=mode)
+        return self._client
+
+    def create(
+        self,
+        response_model: type[M],
+        messages: Sequence[Mapping[str, str]],
+        *,
+        reask: Reask | int,
+        context: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+    ) -> Reply[M]:
+        client = self._get_client()
+        retries: int | Retrying = (
+            reask
+            if isinstance(reask, int)
+            else Retrying(
+                stop=_stop(reask),
+                retry=retry_if_not_exception_type((openai.APIError,)),
+                reraise=True,
+            )
+        )
+        try:
+            value, completion = client.chat.completions.create_with_completion(
+                model=self.endpoint.model,
+                messages=list(messages),  # type: ignore[arg-type]
+                response_model=response_model,
+                max_retries=retries,
+                context=dict(context) if context is not None else None,
+                temperature=self.endpoint.temperature if temperature is None else temperature,
+            )
+        except (InstructorError, openai.OpenAIError) as exc:
+            raise _translate(exc) from exc
+        return Reply(value, TokenUsage.of(getattr(completion, "usage", None)))
+
+
+class OpenAIEmbeddings:
+    """:class:`~kg.llm.protocol.EmbeddingsClient` over ``openai.OpenAI``, made on first use.
+
+    Unlike chat, embeddings keep the openai client's own retries (its default): a batch is
+    cheap to repeat and nothing counts its attempts.
+    """
+
+    def __init__(self, base_url: str | None, api_key: str, timeout_s: float) -> None:
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self._client: openai.OpenAI | None = None
+
+    def create(
+        self, model: str, texts: Sequence[str], *, dimensions: int | None
+    ) -> EmbeddingsReply:
+        if self._client is None:
+            self._client = openai.OpenAI(
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s
+            )
+        extra: dict[str, Any] = {"dimensions": dimensions} if dimensions is not None else {}
+        try:
+            reply = self._client.embeddings.create(model=model, input=list(texts), **extra)
+        except openai.OpenAIError as exc:
+            raise _endpoint_error(exc, retried=False) from exc
+        tokens = int(reply.usage.total_tokens) if reply.usage is not None else None
+        return EmbeddingsReply([(item.index, list(item.embedding)) for item in reply.data], tokens)
