@@ -22,7 +22,7 @@ from kg.errors import (
     StoreError,
     StoreUnavailable,
 )
-from kg.graph.server import free_port
+from kg.localserver import free_port
 from kg.search import SearchService
 from kg.search_models import SearchRequest
 from kg.settings import Settings
