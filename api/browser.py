@@ -7,7 +7,7 @@ Neo4j Browser runs in a web page on Neo4j's HTTP port (e.g. http://127.0.0.1:747
 the package (``browser/`` in a checkout, ``kg/_browser`` in a wheel) and nothing read from
 Neo4j; they need no API key for the same reason, and stay out of the OpenAPI spec, which
 describes the graph API. The local server's config points Browser here
-(:func:`kg.graph.server.browser_config`); docs/browser.md says what happens without them.
+(:mod:`kg.localserver.browser`); docs/browser.md says what happens without them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from litestar.status_codes import HTTP_204_NO_CONTENT
 
 import kg
 from api.auth import PUBLIC
-from kg.local import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH
+
+#: The paths the local server's config sends Browser to (kg.LocalNeo4j says them once).
+BROWSER_GUIDE_PATH = kg.LocalNeo4j.BROWSER_GUIDE_PATH
+BROWSER_STYLE_PATH = kg.LocalNeo4j.BROWSER_STYLE_PATH
 
 GUIDE_FILE = "guide.html"
 STYLE_FILE = "style.grass"

@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from bench.load_bench import api_process  # noqa: E402 (after the path insert)
 from kg.graph.driver import open_driver  # noqa: E402
 from kg.graph.schema import apply_schema  # noqa: E402
-from kg.graph.server import LocalNeo4j, free_port, throwaway_server  # noqa: E402
+from kg.localserver import LocalNeo4j, free_port, throwaway_server  # noqa: E402
 from kg.settings import Settings  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "platform-docs"

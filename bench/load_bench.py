@@ -5,7 +5,7 @@
     .venv/bin/python bench/load_bench.py --graph example --wipe             # NEO4J_URI's Neo4j
     .venv/bin/python bench/load_bench.py --graph 100k --reuse --workers 2   # a loaded one, kept
 
-Neo4j: ``--local`` starts a throwaway ``kg.graph.server.LocalNeo4j`` on free ports (deleted
+Neo4j: ``--local`` starts a throwaway ``kg.localserver.LocalNeo4j`` on free ports (deleted
 afterwards); otherwise the one in NEO4J_URI / KG_NEO4J__* is used, and wiped only with
 ``--wipe``. The graph is the example corpus (``kg.ingest`` with its triplets file) or the
 generated 100k-entity graph of bench/search_bench.py (500k relations, 5 supernodes); with
@@ -51,7 +51,7 @@ from neo4j import Driver  # noqa: E402
 
 from kg.graph.driver import open_driver  # noqa: E402 (after the path insert)
 from kg.graph.schema import apply_schema  # noqa: E402
-from kg.graph.server import free_port  # noqa: E402
+from kg.localserver import free_port  # noqa: E402
 from kg.settings import Settings  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -82,7 +82,7 @@ def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
             raise SystemExit("refusing to wipe the configured Neo4j; pass --wipe or --local")
         yield settings
         return
-    from kg.graph.server import throwaway_server
+    from kg.localserver import throwaway_server
 
     with throwaway_server(
         password="kg-load-password", heap=args.heap, pagecache=args.pagecache
@@ -218,7 +218,7 @@ def tree_cpu(pids: list[int]) -> float:
 
 def neo4j_pid(settings: Settings) -> int | None:
     """The local server's pid (``--local``, or the one ``kg neo4j start`` runs), if any."""
-    from kg.graph.server import LocalNeo4j
+    from kg.localserver import LocalNeo4j
 
     try:
         status = LocalNeo4j(settings).status()

@@ -40,8 +40,8 @@ from neo4j import Driver
 from kg.documents import chunk_document, document_id
 from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
-from kg.graph.server import LocalNeo4j, throwaway_server
 from kg.ingest import ingest
+from kg.localserver import LocalNeo4j, throwaway_server
 from kg.models import Document
 from kg.resolve import make_embedder
 from kg.settings import Settings

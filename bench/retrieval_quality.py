@@ -56,7 +56,7 @@ def server(args: argparse.Namespace) -> Iterator[Settings]:
     if args.uri:
         yield Settings(neo4j={"uri": args.uri, "password": args.password})
         return
-    from kg.graph.server import throwaway_server
+    from kg.localserver import throwaway_server
 
     with throwaway_server(password="kg-bench-password", heap="1g", pagecache="512m") as s:
         yield s

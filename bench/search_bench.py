@@ -3,7 +3,7 @@
     .venv/bin/python bench/search_bench.py --scale 1.0          # 100k entities, 500k relations
     .venv/bin/python bench/search_bench.py --scale 0.05 --queries 50   # a quick run
 
-Neo4j: a fresh local server on free ports (kg.graph.server.LocalNeo4j) unless ``--uri`` (or
+Neo4j: a fresh local server on free ports (kg.localserver.LocalNeo4j) unless ``--uri`` (or
 NEO4J_URI) names one; an existing database is wiped only with ``--wipe``. PostgreSQL: a
 throwaway cluster (bench/pg_search.py) unless ``--no-pg``. Not part of the test suite.
 
@@ -361,7 +361,7 @@ def neo4j_settings(args: argparse.Namespace) -> Iterator[Settings]:
             _wipe(drv, settings)
         yield settings
         return
-    from kg.graph.server import throwaway_server
+    from kg.localserver import throwaway_server
 
     with throwaway_server(
         password="kg-bench-password", heap=args.heap, pagecache=args.pagecache
@@ -420,7 +420,7 @@ def main() -> None:
         runs = asyncio.run(measure(settings, graph, args))
     if not args.no_pg:
         from bench.pg_search import load, throwaway_cluster
-        from kg.graph.server import free_port
+        from kg.localserver import free_port
 
         with throwaway_cluster(free_port()) as pg:
             t0 = time.perf_counter()

@@ -168,7 +168,7 @@ def main() -> None:
     with ExitStack() as stack:
         settings = Settings()
         if args.local:
-            from kg.graph.server import throwaway_server
+            from kg.localserver import throwaway_server
 
             settings = stack.enter_context(
                 throwaway_server(password="bench-password", heap="2g", pagecache="1g")

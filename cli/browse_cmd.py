@@ -2,7 +2,7 @@
 
 Without a display (a server, CI, SSH), or with ``--print``, it prints the Browser URL, how to
 connect, and the ``:play`` command for kg's guide instead. Browser loads kg's style by itself
-on connect (``browser.post_connect_cmd``, see kg.graph.server.browser_config); both the style
+on connect (``browser.post_connect_cmd``, see kg.localserver.browser); both the style
 and the guide come from kg's API, so this also says whether ``kg serve`` answers.
 """
 
@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg.local import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, LocalNeo4j, kg_api_url
+from kg import local_server
 from kg.settings import Settings
 
 
@@ -61,9 +61,10 @@ def browse(
     """
     console = Console(highlight=False, soft_wrap=True)
     settings = Settings()
-    status = LocalNeo4j(settings).status()
-    api = kg_api_url(settings.api)
-    guide, style = api + BROWSER_GUIDE_PATH, api + BROWSER_STYLE_PATH
+    server = local_server(settings)
+    status = server.status()
+    api = server.api_url
+    guide, style = api + server.BROWSER_GUIDE_PATH, api + server.BROWSER_STYLE_PATH
     url = browser_launch_url(status.browser_url, status.bolt_uri, guide)
 
     if not status.running:

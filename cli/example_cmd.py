@@ -18,8 +18,15 @@ from rich.console import Console
 from cli.ingest_cmd import summary_table
 from cli.progress import RichProgress
 from cli.search_cmd import _print, _search
-from kg import AsyncKnowledgeGraph, ConfigError, KGError, KnowledgeGraph, SearchRequest, Settings
-from kg.client import local_server
+from kg import (
+    AsyncKnowledgeGraph,
+    ConfigError,
+    KGError,
+    KnowledgeGraph,
+    SearchRequest,
+    Settings,
+    local_server,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUESTION = "What does Checkout Web depend on, and who owns AuthService?"

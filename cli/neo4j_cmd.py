@@ -5,7 +5,7 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
-from kg.client import local_server
+from kg import local_server
 from kg.settings import Settings
 
 app = App(

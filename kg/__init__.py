@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         StoreUnavailable,
     )
     from kg.ingest import IngestSummary
+    from kg.localserver import LocalNeo4j, ServerStatus
     from kg.search.models import (
         EntityDetail,
         Neighborhood,
@@ -48,6 +49,8 @@ _HOME = {
     "KnowledgeGraph": "kg.client",
     "local_server": "kg.client",
     "IngestSummary": "kg.ingest",
+    "LocalNeo4j": "kg.localserver",
+    "ServerStatus": "kg.localserver",
     "Settings": "kg.settings",
     **dict.fromkeys(
         ["ConfigError", "ExtractionError", "GraphModelError", "KGError", "NotFoundError",
@@ -80,12 +83,14 @@ __all__ = [
     "IngestSummary",
     "KGError",
     "KnowledgeGraph",
+    "LocalNeo4j",
     "Neighborhood",
     "NotFoundError",
     "QueryRejected",
     "QueryTimeout",
     "SearchRequest",
     "SearchResponse",
+    "ServerStatus",
     "Settings",
     "StoreError",
     "StoreUnavailable",

@@ -51,9 +51,9 @@ from kg.graph.migrate import MigrationReport
 from kg.graph.migrate import migrate as run_migrate
 from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
-from kg.graph.server import LocalNeo4j
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
+from kg.localserver import LocalNeo4j
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search.global_models import (

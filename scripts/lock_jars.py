@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kg.graph.jars import lock_from_maven, render_lock  # noqa: E402
+from kg.localserver.jars import lock_from_maven, render_lock  # noqa: E402
 from kg.settings import BROWSER_VERSION, NEO4J_VERSION  # noqa: E402
 
 POM = REPO / "neo4j-server" / "pom.xml"

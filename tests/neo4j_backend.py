@@ -82,7 +82,7 @@ def neo4j_target() -> Iterator[Neo4jTarget]:
 
 
 def _local_server() -> Iterator[Neo4jTarget]:
-    from kg.graph.server import throwaway_server
+    from kg.localserver import throwaway_server
 
     # No password given: the server makes a random one, as `kg neo4j start` does.
     with throwaway_server(heap="768m", pagecache="256m", transaction_timeout="60s") as settings:

@@ -34,7 +34,7 @@ from api.browser import GUIDE_FILE, STYLE_FILE, browser_dir
 from cli.browse_cmd import browse, browser_launch_url
 from kg import KnowledgeGraph
 from kg.graph.driver import open_driver
-from kg.graph.server import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, LocalNeo4j, free_port
+from kg.localserver import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, LocalNeo4j, free_port
 from kg.settings import ApiSettings, Settings
 from tests.apiserver import LiveServer, verified_once_factory
 

@@ -15,7 +15,7 @@ from neo4j.exceptions import ClientError
 
 from kg.errors import ServerError
 from kg.graph.schema import apply_schema
-from kg.graph.server import LocalNeo4j, free_port
+from kg.localserver import LocalNeo4j, free_port
 from kg.settings import Settings
 from tests.neo4j_backend import Neo4jTarget
 

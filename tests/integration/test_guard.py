@@ -22,7 +22,7 @@ from kg.errors import (
     StoreError,
     StoreUnavailable,
 )
-from kg.graph.server import free_port
+from kg.localserver import free_port
 from kg.search.models import SearchRequest
 from kg.search.service import SearchService
 from kg.settings import Settings

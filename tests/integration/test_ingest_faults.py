@@ -16,8 +16,8 @@ import pytest
 from neo4j import Driver
 
 from kg.graph.driver import open_driver
-from kg.graph.server import LocalNeo4j, free_port
 from kg.ingest import ingest
+from kg.localserver import LocalNeo4j, free_port
 from kg.settings import Settings
 from tests.clienv import cli_env, example_ingest_cmd
 from tests.fakellm import Reply, ScriptedLLM

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kg.errors import ServerError
-from kg.graph.jars import JarLock, LockedJar, fetch_jars
-from kg.graph.server import free_port
+from kg.localserver import free_port
+from kg.localserver.jars import JarLock, LockedJar, fetch_jars
 
 
 @dataclass

