@@ -18,9 +18,9 @@ from neo4j.exceptions import DriverError
 import kg
 from api import logs
 from api.auth import SECURITY_SCHEME, AccessPolicy, access_guard, check_auth_config
-from api.backend import Backend, ServiceFactory, default_service_factory
+from api.backend import Backend, ServiceFactory
 from api.browser import BrowserAssetsController
-from api.deps import provide_backend, provide_service
+from api.deps import provide_backend, provide_graph
 from api.errors import exception_handler
 from api.middleware import EdgeMiddleware
 from api.routes.entities import EntityController
@@ -29,7 +29,7 @@ from api.routes.questions import QuestionController
 from api.routes.routed import RoutedSearchController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
-from kg.client import AsyncKnowledgeGraph
+from kg import AsyncKnowledgeGraph
 from kg.errors import ConfigError
 from kg.redact import scrub, settings_secrets
 from kg.settings import Settings
@@ -80,19 +80,19 @@ def create_app(
 ) -> Litestar:
     """Build the API. Raises ConfigError when auth is required but no keys are configured.
 
-    ``service_factory(driver, settings)`` builds the search service; tests pass their own.
+    ``service_factory(driver, settings)`` builds the search use case behind the surface
+    (:class:`kg.AsyncKnowledgeGraph`); tests pass their own.
     """
     settings = settings if settings is not None else Settings()
     auth_on = check_auth_config(settings.api)
     policy = AccessPolicy.from_settings(settings.api)
-    factory = service_factory or default_service_factory
     secrets = settings_secrets(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         logs.install(secrets)
         _log_access_policy(policy)
-        graph = AsyncKnowledgeGraph(settings)
+        graph = AsyncKnowledgeGraph(settings, service_factory=service_factory)
         try:
             await graph.open()
         except (ValueError, DriverError) as exc:  # a malformed URI, e.g. one holding a password
@@ -101,9 +101,7 @@ def create_app(
                 "password in KG_NEO4J__USERNAME / KG_NEO4J__PASSWORD"
             ) from None
         try:
-            driver = graph.async_driver
-            service = factory(driver, settings) if service_factory else graph.service
-            backend = Backend(driver, service, settings)
+            backend = Backend(graph, settings)
             app.state.backend = backend
             await backend.try_startup()
             yield
@@ -120,7 +118,7 @@ def create_app(
             HealthController,
         ],
         dependencies={
-            "service": Provide(provide_service),
+            "graph": Provide(provide_graph),
             "backend": Provide(provide_backend),
         },
         guards=[access_guard(policy, [SCHEMA_PATH])],

@@ -1,4 +1,4 @@
-"""The search service as the API sees it, plus the lazy start-up that lets the API outlive Neo4j.
+"""The library surface as the API holds it, plus the lazy start-up that lets the API outlive Neo4j.
 
 The API must start (and answer 503) while Neo4j is down, and recover without a restart when it
 comes back. So template verification (``startup()``) is not a precondition of serving: it runs
@@ -12,22 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
 
 from neo4j import AsyncDriver
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable, SessionExpired
 
+from kg import AsyncKnowledgeGraph, SearchBackend, ServiceFactory, search_service
 from kg.errors import Overloaded, StoreError, StoreUnavailable
 from kg.redact import scrub, settings_secrets
-from kg.search.models import (
-    EntityDetail,
-    Neighborhood,
-    SearchRequest,
-    SearchResponse,
-    TemplateInfo,
-    TemplateResult,
-)
 from kg.settings import Settings
 
 logger = logging.getLogger("kg.api")
@@ -78,43 +69,23 @@ def means_neo4j_down(exc: BaseException) -> bool:
     return isinstance(exc, NEO4J_FAILURES)
 
 
-@runtime_checkable
-class SearchBackend(Protocol):
-    """What the API needs from ``kg.search.SearchService``; lets tests and the API type-check
-    without importing the use-case module."""
-
-    async def startup(self) -> object: ...
-
-    async def local_search(self, req: SearchRequest) -> SearchResponse: ...
-
-    async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
-
-    async def get_entity(self, entity_id: str) -> EntityDetail: ...
-
-    async def neighborhood(self, entity_id: str, depth: int) -> Neighborhood: ...
-
-    def templates(self) -> list[TemplateInfo]: ...
-
-    async def health(self) -> bool: ...
-
-
-ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
-
-
 def default_service_factory(driver: AsyncDriver, settings: Settings) -> SearchBackend:
-    """The real service, from the library surface (imported late: it loads the whole stack)."""
-    from kg.client import search_service
+    """The real search use case, from the library surface (as the surface builds it itself)."""
+    return search_service(driver, settings)
 
-    service: SearchBackend = search_service(driver, settings)
-    return service
+
+__all__ = ["Backend", "ServiceFactory", "default_service_factory", "means_neo4j_down"]
 
 
 class Backend:
-    """Holds the driver and service for the app's lifetime; verifies templates once, lazily."""
+    """Holds the library surface for the app's lifetime; verifies templates once, lazily.
 
-    def __init__(self, driver: AsyncDriver, service: SearchBackend, settings: Settings) -> None:
-        self.driver = driver
-        self.service = service
+    Routes call the surface (:class:`kg.AsyncKnowledgeGraph`) and nothing below it: the API
+    is a front end of the one composition root, not a second one.
+    """
+
+    def __init__(self, graph: AsyncKnowledgeGraph, settings: Settings) -> None:
+        self.graph = graph
         self.settings = settings
         self.ready = False
         self.suspect = False
@@ -137,20 +108,20 @@ class Backend:
             return False
         return True
 
-    async def acquire(self) -> SearchBackend:
-        """The service, after its templates were verified against the server.
+    async def acquire(self) -> AsyncKnowledgeGraph:
+        """The surface, after its templates were verified against the server.
 
         Raises StoreUnavailable when Neo4j does not answer, so the request gets a 503.
         """
         if self.suspect:
             await self.probe()
         if self.ready:
-            return self.service
+            return self.graph
         async with self._lock:
             if not self.ready:
                 await self.probe()
                 try:
-                    await asyncio.wait_for(self.service.startup(), self._startup_timeout())
+                    await asyncio.wait_for(self.graph.service.startup(), self._startup_timeout())
                 except _STARTUP_FAILURES as exc:
                     self.suspect = True
                     if isinstance(exc, StoreUnavailable):
@@ -158,12 +129,12 @@ class Backend:
                     raise StoreUnavailable("Neo4j does not answer") from exc
                 self.ready = True
                 logger.info("search templates verified against Neo4j")
-        return self.service
+        return self.graph
 
     async def probe(self) -> None:
         """One connectivity check (the service's health), bounded; clears the suspicion."""
         try:
-            ok = await asyncio.wait_for(self.service.health(), self._probe_timeout())
+            ok = await asyncio.wait_for(self.graph.health(), self._probe_timeout())
         except _STARTUP_FAILURES as exc:
             self.suspect = True
             raise StoreUnavailable("Neo4j does not answer") from exc

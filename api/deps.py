@@ -1,4 +1,4 @@
-"""Dependency providers: handlers receive a ready service, never the app state."""
+"""Dependency providers: handlers receive the ready library surface, never the app state."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import AsyncGenerator
 
 from litestar.datastructures import State
 
-from api.backend import Backend, SearchBackend, means_neo4j_down
+from api.backend import Backend, means_neo4j_down
+from kg import AsyncKnowledgeGraph
 
 
 def backend_from(state: State) -> Backend:
@@ -14,16 +15,16 @@ def backend_from(state: State) -> Backend:
     return backend
 
 
-async def provide_service(state: State) -> AsyncGenerator[SearchBackend, None]:
-    """The service with its templates verified; StoreUnavailable (503) while Neo4j is down.
+async def provide_graph(state: State) -> AsyncGenerator[AsyncKnowledgeGraph, None]:
+    """The surface with its templates verified; StoreUnavailable (503) while Neo4j is down.
 
     A generator so that a Neo4j failure inside the handler marks the backend suspect (a
     caller's mistake, a refused statement or kg being busy never does).
     """
     backend = backend_from(state)
-    service = await backend.acquire()
+    graph = await backend.acquire()
     try:
-        yield service
+        yield graph
     except Exception as exc:
         if means_neo4j_down(exc):
             backend.mark_unavailable()

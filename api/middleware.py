@@ -23,7 +23,7 @@ from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_408_REQUEST_TIMEOUT
 
 from api.auth import AccessPolicy
-from kg.client import current_client
+from kg import current_client
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

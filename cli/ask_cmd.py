@@ -11,8 +11,14 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg import AsyncKnowledgeGraph, QueryRejected, Settings
-from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
+from kg import (
+    AnswerMode,
+    AnswerRequest,
+    AnswerResponse,
+    AsyncKnowledgeGraph,
+    QueryRejected,
+    Settings,
+)
 
 console = Console()
 err_console = Console(stderr=True)

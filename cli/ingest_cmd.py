@@ -11,7 +11,6 @@ from rich.table import Table
 
 from cli.progress import RichProgress
 from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
-from kg.ingest import summary_json
 
 
 def ingest(
@@ -89,7 +88,7 @@ def ingest(
     ):
         summary = graph.ingest(path, options=options, progress=progress)
     if json:
-        print(summary_json(summary))  # noqa: T201 - the command's output
+        print(summary.to_json())  # noqa: T201 - the command's output
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2

@@ -8,8 +8,7 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg import KnowledgeGraph
-from kg.client import MODEL_VERSION
+from kg import MODEL_VERSION, KnowledgeGraph
 
 
 def migrate(

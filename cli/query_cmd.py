@@ -13,8 +13,7 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg import AsyncKnowledgeGraph, QueryRejected, Settings
-from kg.answer.nlquery import QueryResponse
+from kg import AsyncKnowledgeGraph, QueryRejected, QueryResponse, Settings
 
 console = Console()
 err_console = Console(stderr=True)

@@ -13,9 +13,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kg import AsyncKnowledgeGraph, QueryRejected, Settings
+from kg import (
+    AsyncKnowledgeGraph,
+    GlobalSearchResponse,
+    QueryRejected,
+    RoutedRequest,
+    RoutedResponse,
+    Settings,
+)
 from kg.errors import validation_errors
-from kg.search.global_models import GlobalSearchResponse, RoutedRequest, RoutedResponse
 
 console = Console()
 err_console = Console(stderr=True)

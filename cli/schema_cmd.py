@@ -5,8 +5,7 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
-from kg import KnowledgeGraph, Settings
-from kg.client import schema_statements
+from kg import KnowledgeGraph, Settings, schema_statements
 
 app = App(name="schema", help="Constraints and indexes.")
 console = Console()

@@ -16,9 +16,15 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
+from kg import (
+    AsyncKnowledgeGraph,
+    Mode,
+    QueryRejected,
+    SearchRequest,
+    SearchResponse,
+    Settings,
+)
 from kg.errors import validation_errors
-from kg.search.models import Mode
 
 console = Console()
 err_console = Console(stderr=True)

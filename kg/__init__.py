@@ -8,7 +8,10 @@
         graph.ingest("docs/")
         print(graph.search("Who owns AuthService?").entities)
 
-Errors are :class:`KGError` and its subclasses (see :mod:`kg.errors`).
+This package root is the public surface: the twins, the models in their signatures, the errors
+and the few helpers the front ends (CLI, API, MCP) use. Everything below it is private; the
+front ends import only from here, :mod:`kg.settings`, :mod:`kg.errors` and :mod:`kg.redact`
+(``tests/unit/test_layers.py``). Errors are :class:`KGError` and its subclasses.
 """
 
 from __future__ import annotations
@@ -17,7 +20,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kg.client import AsyncKnowledgeGraph, IngestOptions, KnowledgeGraph, local_server
+    from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
+    from kg.answer.nlquery import QueryRequest, QueryResponse
+    from kg.client import (
+        MODEL_VERSION,
+        AsyncKnowledgeGraph,
+        IngestOptions,
+        KnowledgeGraph,
+        ServiceFactory,
+        current_client,
+        schema_statements,
+        search_service,
+    )
+    from kg.communities.build import CommunityBuildSummary
     from kg.errors import (
         ConfigError,
         ExtractionError,
@@ -29,11 +44,27 @@ if TYPE_CHECKING:
         StoreError,
         StoreUnavailable,
     )
-    from kg.ingest import IngestSummary
-    from kg.localserver import LocalNeo4j, ServerStatus
+    from kg.graph.migrate import MigrationReport
+    from kg.graph.schema import SchemaReport
+    from kg.ingest import IngestSummary, Progress
+    from kg.instants import AsOf
+    from kg.localserver import LocalNeo4j, ServerStatus, local_server
+    from kg.resolve.vectors import Embedder
+    from kg.search.global_models import (
+        GlobalSearchRequest,
+        GlobalSearchResponse,
+        RoutedRequest,
+        RoutedResponse,
+    )
     from kg.search.models import (
+        MAX_DEPTH,
+        MAX_LIMIT,
+        MAX_QUERY_CHARS,
+        MIN_DEPTH,
         EntityDetail,
+        Mode,
         Neighborhood,
+        SearchBackend,
         SearchRequest,
         SearchResponse,
         TemplateInfo,
@@ -41,27 +72,34 @@ if TYPE_CHECKING:
     )
     from kg.settings import Settings
 
+
+def _homes(module: str, names: str) -> dict[str, str]:
+    return dict.fromkeys(names.split(), module)
+
+
 # Where each public name lives: imported on first use, so `kg --help` and stage-only imports
-# stay fast (the surface pulls in the driver, the LLM client and FAISS).
+# stay fast (the surface pulls in the driver and the stages; openai, instructor, faiss and
+# graspologic load only when a call needs them).
 _HOME = {
-    "AsyncKnowledgeGraph": "kg.client",
-    "IngestOptions": "kg.client",
-    "KnowledgeGraph": "kg.client",
-    "local_server": "kg.client",
-    "IngestSummary": "kg.ingest",
-    "LocalNeo4j": "kg.localserver",
-    "ServerStatus": "kg.localserver",
-    "Settings": "kg.settings",
-    **dict.fromkeys(
-        ["ConfigError", "ExtractionError", "GraphModelError", "KGError", "NotFoundError",
-         "QueryRejected", "QueryTimeout", "StoreError", "StoreUnavailable"],
-        "kg.errors",
-    ),
-    **dict.fromkeys(
-        ["EntityDetail", "Neighborhood", "SearchRequest", "SearchResponse", "TemplateInfo",
-         "TemplateResult"],
-        "kg.search.models",
-    ),
+    **_homes("kg.client", "AsyncKnowledgeGraph IngestOptions KnowledgeGraph MODEL_VERSION "
+             "ServiceFactory current_client schema_statements search_service"),
+    **_homes("kg.localserver", "LocalNeo4j ServerStatus local_server"),
+    **_homes("kg.ingest", "IngestSummary Progress"),
+    **_homes("kg.graph.migrate", "MigrationReport"),
+    **_homes("kg.graph.schema", "SchemaReport"),
+    **_homes("kg.communities.build", "CommunityBuildSummary"),
+    **_homes("kg.resolve.vectors", "Embedder"),
+    **_homes("kg.instants", "AsOf"),
+    **_homes("kg.settings", "Settings"),
+    **_homes("kg.errors", "ConfigError ExtractionError GraphModelError KGError NotFoundError "
+             "QueryRejected QueryTimeout StoreError StoreUnavailable"),
+    **_homes("kg.search.models", "EntityDetail MAX_DEPTH MAX_LIMIT MAX_QUERY_CHARS MIN_DEPTH "
+             "Mode Neighborhood SearchBackend SearchRequest SearchResponse TemplateInfo "
+             "TemplateResult"),
+    **_homes("kg.search.global_models", "GlobalSearchRequest GlobalSearchResponse "
+             "RoutedRequest RoutedResponse"),
+    **_homes("kg.answer.cited", "AnswerMode AnswerRequest AnswerResponse"),
+    **_homes("kg.answer.nlquery", "QueryRequest QueryResponse"),
 }  # fmt: skip
 
 
@@ -74,27 +112,53 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_LIMIT",
+    "MAX_QUERY_CHARS",
+    "MIN_DEPTH",
+    "MODEL_VERSION",
+    "AnswerMode",
+    "AnswerRequest",
+    "AnswerResponse",
+    "AsOf",
     "AsyncKnowledgeGraph",
+    "CommunityBuildSummary",
     "ConfigError",
+    "Embedder",
     "EntityDetail",
     "ExtractionError",
+    "GlobalSearchRequest",
+    "GlobalSearchResponse",
     "GraphModelError",
     "IngestOptions",
     "IngestSummary",
     "KGError",
     "KnowledgeGraph",
     "LocalNeo4j",
+    "MigrationReport",
+    "Mode",
     "Neighborhood",
     "NotFoundError",
+    "Progress",
     "QueryRejected",
+    "QueryRequest",
+    "QueryResponse",
     "QueryTimeout",
+    "RoutedRequest",
+    "RoutedResponse",
+    "SchemaReport",
+    "SearchBackend",
     "SearchRequest",
     "SearchResponse",
     "ServerStatus",
+    "ServiceFactory",
     "Settings",
     "StoreError",
     "StoreUnavailable",
     "TemplateInfo",
     "TemplateResult",
+    "current_client",
     "local_server",
+    "schema_statements",
+    "search_service",
 ]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -53,7 +53,6 @@ from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
-from kg.localserver import LocalNeo4j
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search.global_models import (
@@ -65,6 +64,7 @@ from kg.search.global_models import (
 from kg.search.models import (
     EntityDetail,
     Neighborhood,
+    SearchBackend,
     SearchRequest,
     SearchResponse,
     TemplateInfo,
@@ -80,13 +80,16 @@ __all__ = [
     "AsyncKnowledgeGraph",
     "IngestOptions",
     "KnowledgeGraph",
+    "ServiceFactory",
     "current_client",
-    "local_server",
     "schema_statements",
     "search_service",
 ]
 
 T = TypeVar("T")
+
+#: Builds the search use case on the surface's read driver; the default is :func:`search_service`.
+ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
 
 
 def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
@@ -278,12 +281,18 @@ class AsyncKnowledgeGraph(_GraphConfig):
     """The async twin: ``async with AsyncKnowledgeGraph() as graph: await graph.search(...)``."""
 
     def __init__(
-        self, settings: Settings | None = None, *, embedder: Embedder | None = None, **kw: Any
+        self,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        service_factory: ServiceFactory | None = None,
+        **kw: Any,
     ) -> None:
         super().__init__(settings, embedder=embedder, **kw)
         self._driver: AsyncDriver | None = None
         self._sync: Driver | None = None
-        self._service: SearchService | None = None
+        self._service: SearchBackend | None = None
+        self._service_factory = service_factory
         self._lock = threading.Lock()
 
     async def __aenter__(self) -> Self:
@@ -302,9 +311,12 @@ class AsyncKnowledgeGraph(_GraphConfig):
         """Open the async driver (reads); the sync one (writes) opens on first write."""
         if self._driver is None:
             self._driver = open_async_driver(self.settings.neo4j)
-            self._service = search_service(
-                self._driver, self.settings, self.embedder, self.chunk_embedder
-            )
+            if self._service_factory is not None:
+                self._service = self._service_factory(self._driver, self.settings)
+            else:
+                self._service = search_service(
+                    self._driver, self.settings, self.embedder, self.chunk_embedder
+                )
 
     async def aclose(self) -> None:
         if self._driver is not None:
@@ -322,8 +334,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return self._driver
 
     @property
-    def service(self) -> SearchService:
-        """The search use case (for front ends that need its lower-level calls)."""
+    def service(self) -> SearchBackend:
+        """The search use case behind the reads (tests reach its guard through it)."""
         if self._service is None:
             raise RuntimeError("open the graph first: `async with AsyncKnowledgeGraph() as g`")
         return self._service
@@ -378,8 +390,12 @@ class AsyncKnowledgeGraph(_GraphConfig):
         )
         return await _read("neighborhood", call)
 
-    async def run_template(self, name: str, **params: Any) -> TemplateResult:
-        return await _read(f"template {name}", self.service.run_template(name, params))
+    async def run_template(
+        self, name: str, params: Mapping[str, Any] | None = None, /, **kw: Any
+    ) -> TemplateResult:
+        """One registry template through the guard; parameters as a mapping, keywords or both."""
+        merged = {**(params or {}), **kw}
+        return await _read(f"template {name}", self.service.run_template(name, merged))
 
     def templates(self) -> list[TemplateInfo]:
         return self.service.templates()
@@ -571,9 +587,15 @@ class KnowledgeGraph(_GraphConfig):
         request = _global_request(query, level, limit)
         return self._read(lambda g: g.global_search_request(request))
 
+    def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
+        return self._read(lambda g: g.global_search_request(request))
+
     def routed_search(self, request: RoutedRequest) -> RoutedResponse:
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
         return self._read(lambda g: g.routed_search(request))
+
+    def search_request(self, request: SearchRequest) -> SearchResponse:
+        return self._read(lambda g: g.search_request(request))
 
     def entity(self, entity_id: str) -> EntityDetail:
         return self._read(lambda g: g.entity(entity_id))
@@ -593,14 +615,21 @@ class KnowledgeGraph(_GraphConfig):
             )
         )
 
-    def run_template(self, name: str, **params: Any) -> TemplateResult:
-        return self._read(lambda g: g.run_template(name, **params))
+    def run_template(
+        self, name: str, params: Mapping[str, Any] | None = None, /, **kw: Any
+    ) -> TemplateResult:
+        """One registry template through the guard; parameters as a mapping, keywords or both."""
+        return self._read(lambda g: g.run_template(name, params, **kw))
 
     def templates(self) -> list[TemplateInfo]:
         return self._read(_templates)
 
     def health(self) -> bool:
         return self._read(lambda g: g.health())
+
+    def startup(self) -> dict[str, str]:
+        """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""
+        return self._read(lambda g: g.startup())
 
     def check_model(self) -> None:
         self._read(lambda g: g.check_model())
@@ -615,22 +644,21 @@ class KnowledgeGraph(_GraphConfig):
         limit: int = 10,
     ) -> AnswerResponse:
         """An answer from retrieved context only, citing it; or ``insufficient_context``."""
-        request = _answer_request(question, mode, depth, as_of, limit)
+        return self.answer_request(_answer_request(question, mode, depth, as_of, limit))
+
+    def answer_request(self, request: AnswerRequest) -> AnswerResponse:
         return self._read(lambda g: g.answer_request(request))
 
     def query(self, question: str) -> QueryResponse:
         """The question as one registry template (chosen by the LLM), run through the guard."""
-        request = _query_request(question)
+        return self.query_request(_query_request(question))
+
+    def query_request(self, request: QueryRequest) -> QueryResponse:
         return self._read(lambda g: g.query_request(request))
 
 
 async def _templates(graph: AsyncKnowledgeGraph) -> list[TemplateInfo]:
     return graph.templates()
-
-
-def local_server(settings: Settings | None = None) -> LocalNeo4j:
-    """The local Neo4j server's lifecycle (start, stop, status, logs) for ``kg neo4j``."""
-    return LocalNeo4j(settings if settings is not None else Settings())
 
 
 def schema_statements(settings: Settings | None = None) -> list[str]:

@@ -121,6 +121,10 @@ class IngestSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_json(self) -> str:
+        """The summary as one JSON line (``kg ingest --json``), keys sorted."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, sort_keys=True)
+
     @property
     def ok(self) -> bool:
         return not self.failures and not self.stopped_by_budget
@@ -687,7 +691,3 @@ def opened(settings: Settings) -> Iterator[Driver]:
         yield driver
     finally:
         driver.close()
-
-
-def summary_json(summary: IngestSummary) -> str:
-    return json.dumps(summary.to_dict(), ensure_ascii=False, sort_keys=True)

@@ -31,8 +31,7 @@ from api.auth import (
     key_matches,
 )
 from api.serving import uvicorn_options
-from kg import AsyncKnowledgeGraph, Settings
-from kg.client import current_client
+from kg import AsyncKnowledgeGraph, Settings, current_client
 from kg_mcp.server import build_server
 
 Scope = MutableMapping[str, Any]

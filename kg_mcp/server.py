@@ -19,11 +19,19 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
-from kg import AsyncKnowledgeGraph, KGError
-from kg.answer.cited import AnswerMode, AnswerRequest
+from kg import (
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    MIN_DEPTH,
+    AnswerMode,
+    AnswerRequest,
+    AsyncKnowledgeGraph,
+    KGError,
+    SearchRequest,
+)
+from kg import AsOf as AsOfType
 from kg.errors import validation_errors
-from kg.instants import AsOf as AsOfType
-from kg.search.models import MAX_DEPTH, MAX_LIMIT, MAX_QUERY_CHARS, MIN_DEPTH, SearchRequest
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

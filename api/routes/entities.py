@@ -8,9 +8,8 @@ from litestar import Controller, get
 from litestar.di import NamedDependency
 from litestar.params import PathParameter, QueryParameter
 
-from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search.models import MAX_DEPTH, MIN_DEPTH, EntityDetail, Neighborhood
+from kg import MAX_DEPTH, MIN_DEPTH, AsyncKnowledgeGraph, EntityDetail, Neighborhood
 
 #: Ids are opaque strings; the bound keeps hostile input small before it reaches a query.
 EntityId = Annotated[
@@ -37,9 +36,9 @@ class EntityController(Controller):
         responses=errors(404, 422, 429, 504),
     )
     async def get_entity(
-        self, entity_id: EntityId, service: NamedDependency[SearchBackend]
+        self, entity_id: EntityId, graph: NamedDependency[AsyncKnowledgeGraph]
     ) -> EntityDetail:
-        return await service.get_entity(entity_id)
+        return await graph.entity(entity_id)
 
     @get(
         "/{entity_id:str}/neighborhood",
@@ -49,6 +48,6 @@ class EntityController(Controller):
         responses=errors(404, 422, 429, 504),
     )
     async def neighborhood(
-        self, entity_id: EntityId, service: NamedDependency[SearchBackend], depth: Depth = 2
+        self, entity_id: EntityId, graph: NamedDependency[AsyncKnowledgeGraph], depth: Depth = 2
     ) -> Neighborhood:
-        return await service.neighborhood(entity_id, depth)
+        return await graph.neighborhood(entity_id, depth)

@@ -8,20 +8,11 @@ runs it through the guard as ``POST /templates/{name}`` does (kg/answer/nlquery.
 from __future__ import annotations
 
 from litestar import Controller, post
-from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
-from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.answer.cited import AnswerRequest, AnswerResponse, answer
-from kg.answer.nlquery import QueryRequest, QueryResponse, query
-from kg.settings import Settings
-
-
-def _settings(state: State) -> Settings:
-    settings: Settings = state.settings
-    return settings
+from kg import AnswerRequest, AnswerResponse, AsyncKnowledgeGraph, QueryRequest, QueryResponse
 
 
 class QuestionController(Controller):
@@ -47,10 +38,9 @@ class QuestionController(Controller):
     async def answer(
         self,
         data: JSONBody[AnswerRequest],
-        service: NamedDependency[SearchBackend],
-        state: State,
+        graph: NamedDependency[AsyncKnowledgeGraph],
     ) -> AnswerResponse:
-        return await answer(service, _settings(state), data)
+        return await graph.answer_request(data)
 
     @post(
         "/query",
@@ -69,7 +59,6 @@ class QuestionController(Controller):
     async def query(
         self,
         data: JSONBody[QueryRequest],
-        service: NamedDependency[SearchBackend],
-        state: State,
+        graph: NamedDependency[AsyncKnowledgeGraph],
     ) -> QueryResponse:
-        return await query(service, _settings(state), data)
+        return await graph.query_request(data)

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from litestar import Controller, post
-from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
-from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search.global_models import (
+from kg import (
+    AsyncKnowledgeGraph,
     GlobalSearchRequest,
     GlobalSearchResponse,
     RoutedRequest,
     RoutedResponse,
 )
-from kg.search.routed import routed_search
-from kg.search.signals.communities import global_search
-from kg.settings import Settings
-
-
-def _settings(state: State) -> Settings:
-    settings: Settings = state.settings
-    return settings
 
 
 class RoutedSearchController(Controller):
@@ -46,10 +37,9 @@ class RoutedSearchController(Controller):
     async def search(
         self,
         data: JSONBody[RoutedRequest],
-        service: NamedDependency[SearchBackend],
-        state: State,
+        graph: NamedDependency[AsyncKnowledgeGraph],
     ) -> RoutedResponse:
-        return await routed_search(service, _settings(state), data)
+        return await graph.routed_search(data)
 
     @post(
         "/global",
@@ -68,7 +58,6 @@ class RoutedSearchController(Controller):
     async def global_search(
         self,
         data: JSONBody[GlobalSearchRequest],
-        service: NamedDependency[SearchBackend],
-        state: State,
+        graph: NamedDependency[AsyncKnowledgeGraph],
     ) -> GlobalSearchResponse:
-        return await global_search(service, _settings(state), data)
+        return await graph.global_search_request(data)

@@ -6,9 +6,8 @@ from litestar import Controller, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
-from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search.models import SearchRequest, SearchResponse
+from kg import AsyncKnowledgeGraph, SearchRequest, SearchResponse
 
 
 class SearchController(Controller):
@@ -29,6 +28,6 @@ class SearchController(Controller):
         responses=errors(408, 413, 415, 422, 429, 504),
     )
     async def local_search(
-        self, data: JSONBody[SearchRequest], service: NamedDependency[SearchBackend]
+        self, data: JSONBody[SearchRequest], graph: NamedDependency[AsyncKnowledgeGraph]
     ) -> SearchResponse:
-        return await service.local_search(data)
+        return await graph.search_request(data)

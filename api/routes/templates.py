@@ -8,9 +8,8 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, PathParameter
 
-from api.backend import SearchBackend
 from api.routes._docs import SECURED, errors
-from kg.search.models import TemplateInfo, TemplateResult
+from kg import AsyncKnowledgeGraph, TemplateInfo, TemplateResult
 
 TemplateName = Annotated[
     str, PathParameter(min_length=1, max_length=64, description="A name from GET /templates.")
@@ -29,8 +28,10 @@ class TemplateController(Controller):
         description="Every template's name, description, parameter schema and row cap.",
         responses=errors(),
     )
-    async def list_templates(self, service: NamedDependency[SearchBackend]) -> list[TemplateInfo]:
-        return service.templates()
+    async def list_templates(
+        self, graph: NamedDependency[AsyncKnowledgeGraph]
+    ) -> list[TemplateInfo]:
+        return graph.templates()
 
     @post(
         "/{name:str}",
@@ -47,6 +48,6 @@ class TemplateController(Controller):
         self,
         name: TemplateName,
         data: JSONBody[dict[str, Any]],
-        service: NamedDependency[SearchBackend],
+        graph: NamedDependency[AsyncKnowledgeGraph],
     ) -> TemplateResult:
-        return await service.run_template(name, data)
+        return await graph.run_template(name, data)

@@ -18,8 +18,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import graspologic_native as gn
-
 __all__ = ["Community", "Pair", "cluster", "member_hash"]
 
 
@@ -70,6 +68,8 @@ def cluster(
     edges = [(p.a, p.b, p.weight) for p in pairs if p.a != p.b and p.weight > 0]
     if not edges:
         return []
+    import graspologic_native as gn  # here, not at import: only `kg communities build` needs it
+
     rows = gn.hierarchical_leiden(
         edges, resolution=resolution, max_cluster_size=max_cluster_size, seed=seed
     )

@@ -27,6 +27,13 @@ from kg.localserver.browser import (
 )
 from kg.localserver.process import free_port
 from kg.localserver.server import LocalNeo4j, ServerStatus, throwaway_server
+from kg.settings import Settings
+
+
+def local_server(settings: Settings | None = None) -> LocalNeo4j:
+    """The local Neo4j server's lifecycle (start, stop, status, logs) for ``kg neo4j``."""
+    return LocalNeo4j(settings if settings is not None else Settings())
+
 
 __all__ = [
     "BROWSER_GUIDE_PATH",
@@ -36,5 +43,6 @@ __all__ = [
     "browser_config",
     "free_port",
     "kg_api_url",
+    "local_server",
     "throwaway_server",
 ]

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
@@ -56,6 +55,8 @@ def knn(
     if n == 0:
         empty = np.zeros((0, k), dtype=np.int64)
         return Neighbours(empty, empty.astype(np.float32)), "flat"
+    import faiss  # here, not at import: `import kg` and the CLI's start stay light
+
     data = np.ascontiguousarray(vectors, dtype=np.float32)
     threads = faiss.omp_get_max_threads()
     index: faiss.Index

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from datetime import date, datetime
+from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import (
     AfterValidator,
@@ -176,3 +177,36 @@ class TemplateResult(BaseModel):
     rows: list[dict[str, Any]]
     truncated: bool
     took_ms: float
+
+
+@runtime_checkable
+class SearchBackend(Protocol):
+    """What the surface needs from the search use case (``kg.search.service.SearchService``).
+
+    ``AsyncKnowledgeGraph(service_factory=...)`` takes any object of this shape, so tests and
+    embedders can put a stand-in behind the one composition root.
+    """
+
+    async def startup(self) -> dict[str, str]: ...
+
+    async def check_model(self) -> None: ...
+
+    async def local_search(self, req: SearchRequest) -> SearchResponse: ...
+
+    async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
+
+    async def get_entity(self, entity_id: str) -> EntityDetail: ...
+
+    async def neighborhood(
+        self,
+        entity_id: str,
+        depth: int,
+        *,
+        as_of: date | datetime | None = None,
+        relation_types: list[str] | None = None,
+        limit: int | None = None,
+    ) -> Neighborhood: ...
+
+    def templates(self) -> list[TemplateInfo]: ...
+
+    async def health(self) -> bool: ...

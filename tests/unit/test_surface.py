@@ -1,0 +1,114 @@
+"""The library surface: twins method for method, every signature type exported, light imports."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import kg
+from kg import AsyncKnowledgeGraph, KnowledgeGraph
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("openai", "instructor", "faiss", "wordllama", "litestar", "graspologic_native")
+
+# The only members whose names differ between the twins, as in httpx (close / aclose).
+PAIRS = {"close": "aclose", "driver": "async_driver"}
+
+
+def _public(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def test_the_twins_have_the_same_public_members() -> None:
+    sync = {PAIRS.get(name, name) for name in _public(KnowledgeGraph)}
+    asynchronous = _public(AsyncKnowledgeGraph)
+    # `service` is the async twin's handle on the search use case (the API's start-up check)
+    assert asynchronous - sync == {"service"}
+    assert sync - asynchronous == set()
+
+
+def test_the_twins_take_the_same_parameters() -> None:
+    for name in _public(KnowledgeGraph) - set(PAIRS) - {"open", "settings", "embedder"}:
+        sync, other = getattr(KnowledgeGraph, name), getattr(AsyncKnowledgeGraph, name)
+        if isinstance(sync, property) or not callable(sync):
+            continue
+        assert inspect.signature(sync).parameters.keys() == (
+            inspect.signature(other).parameters.keys()
+        ), name
+        # templates() reads the registry in memory: no I/O, so no await on either twin
+        if name != "templates":
+            assert inspect.iscoroutinefunction(other), f"AsyncKnowledgeGraph.{name} is not async"
+
+
+def _kg_types(hint: object) -> set[type]:
+    found: set[type] = set()
+    for arg in typing.get_args(hint):
+        found |= _kg_types(arg)
+    origin = typing.get_origin(hint)
+    if origin is None and isinstance(hint, type) and hint.__module__.startswith("kg."):
+        found.add(hint)
+    return found
+
+
+def _signature_types(cls: type) -> set[type]:
+    hints = vars(kg) | {name: getattr(kg, name) for name in kg.__all__}
+    found: set[type] = set()
+    for name in _public(cls) | {"__init__"}:
+        member = inspect.getattr_static(cls, name)
+        fn = member.fget if isinstance(member, property) else member
+        if callable(fn):
+            for hint in typing.get_type_hints(fn, localns=hints).values():
+                found |= _kg_types(hint)
+    return found
+
+
+def test_every_type_in_a_public_signature_is_exported() -> None:
+    exported = {id(getattr(kg, name)) for name in kg.__all__}
+    types = _signature_types(KnowledgeGraph) | _signature_types(AsyncKnowledgeGraph)
+    assert len(types) > 15  # the walk found the models, not nothing
+    missing = sorted(f"{t.__module__}.{t.__qualname__}" for t in types if id(t) not in exported)
+    assert missing == []
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return {name.split(".")[0] for name in out.stdout.split()}
+
+
+def test_the_surface_imports_nothing_heavy_until_used() -> None:
+    loaded = _modules_after(
+        "import kg\n"
+        "from kg import KnowledgeGraph, AsyncKnowledgeGraph, Settings, SearchRequest\n"
+        "names = [getattr(kg, n) for n in kg.__all__]\n"
+        "KnowledgeGraph(Settings())\n"
+        "AsyncKnowledgeGraph(Settings())\n"
+    )
+    assert sorted(loaded & set(HEAVY)) == []
+
+
+def test_kg_help_imports_nothing_heavy() -> None:
+    loaded = _modules_after(
+        "import contextlib, io, sys\n"
+        "sys.argv = ['kg', '--help']\n"
+        "from cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    main()\n"
+    )
+    assert sorted(loaded & set(HEAVY)) == []
+
+
+def test_the_checker_sees_a_heavy_import() -> None:
+    assert "faiss" in _modules_after(
+        "import numpy as np\nfrom kg.resolve.index import knn\n"
+        "knn(np.ones((2, 4), dtype=np.float32), 1, 100)"
+    )
