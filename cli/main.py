@@ -9,11 +9,13 @@ import sys
 from cyclopts import App
 from rich.console import Console
 
+import kg
 from cli.output import print_crash, print_error, setup_logging
 from kg.errors import KGError, exit_code
 
 app = App(
     name="kg",
+    version=kg.__version__,
     help="Turn folders of documents into a temporal knowledge graph in Neo4j; search it safely.",
 )
 app.command("cli.neo4j_cmd:app", name="neo4j")

@@ -112,3 +112,16 @@ def test_the_checker_sees_a_heavy_import() -> None:
         "import numpy as np\nfrom kg.resolve.index import knn\n"
         "knn(np.ones((2, 4), dtype=np.float32), 1, 100)"
     )
+
+
+def test_one_version_everywhere() -> None:
+    import importlib.metadata
+
+    out = subprocess.run(
+        [sys.executable, "-m", "cli.main", "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == kg.__version__ == importlib.metadata.version("kg")
