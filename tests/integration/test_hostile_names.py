@@ -169,7 +169,7 @@ def test_file_names_cannot_rewrite_the_cli_output(settings: Settings, tmp_path: 
         timeout=300,
         check=False,
     )
-    out = done.stdout.decode("utf-8")
+    out = done.stdout.decode("utf-8", "replace")
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     assert "\x1b[2J" not in out
     assert "\x1b]" not in out
