@@ -1,10 +1,13 @@
 """In-place migration of a graph written by an older kg to :data:`kg.graph.meta.MODEL_VERSION`.
 
 Model 1 -> 2:
-1. every Entity-to-Entity relation gets ``predicate`` = its type;
+1. every Entity-to-Entity relation gets ``predicate`` = its type, normalized like an extracted
+   predicate (a type made outside kg, such as ``X Y`` or ``depends_on``, becomes ``X_Y`` or
+   ``DEPENDS_ON``; a type with no letter, ``RELATED_TO``, named in the report);
 2. each predicate gets its storage decided by the writer's rule (its own type for the ones
    that matter, ``RELATED`` for the long tail and for names kg reserves for structure), and
-   relations of the long tail are moved to ``RELATED`` with all their properties;
+   relations stored under another type are moved there with all their properties (types are
+   parameters, never query text);
 3. documents get ``source`` (their old ``root``) and the source-scoped id, their chunks follow,
    and their hash is cleared, so the next ``kg ingest`` rewrites each one in the new form
    instead of reporting it unchanged;
