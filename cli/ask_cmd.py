@@ -12,7 +12,7 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
-from cli.output import inert
+from cli.output import inert, labelled
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
 from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
 
@@ -85,9 +85,7 @@ def _invalid(exc: QueryRejected) -> int:
     for error in exc.errors or [{"field": "question", "reason": str(exc)}]:
         field = error["field"]
         name = field if field == "question" else "--" + field.replace("_", "-")
-        err_console.print(
-            Text.assemble((f"invalid {name}:", "bold red"), " ", inert(error["reason"]))
-        )
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 

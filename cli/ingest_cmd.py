@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.output import inert
+from cli.output import inert, labelled
 from cli.progress import RichProgress
 from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
 from kg.ingest import summary_json
@@ -73,7 +73,7 @@ def ingest(
         settings.extract.max_tokens = max_tokens
     console = Console(stderr=json)
     if not path.exists():
-        console.print(Text.assemble(("error:", "bold red"), " ", inert(path), " does not exist"))
+        console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
     options = IngestOptions(
         triplets=triplets,
@@ -109,26 +109,21 @@ def summary_table(s: IngestSummary) -> Table:
     for name, value in _counts(s):
         table.add_row(name, str(value))
     for skip in s.skipped:
-        table.add_row(_label("skipped", "yellow", skip["path"]), inert(skip["reason"]))
+        table.add_row(labelled("skipped", "yellow", skip["path"]), inert(skip["reason"]))
     for err in s.import_errors:
-        table.add_row(_label(f"import line {err['line']}", "yellow"), inert(err["reason"]))
+        table.add_row(labelled(f"import line {err['line']}", "yellow"), inert(err["reason"]))
     for item in s.dropped[:MAX_DROPPED_SHOWN]:
         where = f"line {item['line']}" if "line" in item else item.get("chunk_id", "")
-        table.add_row(_label("dropped", "yellow", f"{where} {item['item']}"), inert(item["reason"]))
+        table.add_row(
+            labelled("dropped", "yellow", f"{where} {item['item']}"), inert(item["reason"])
+        )
     if len(s.dropped) > MAX_DROPPED_SHOWN:
-        table.add_row(_label("dropped", "yellow", "..."), f"{len(s.dropped)} in all (see --json)")
+        table.add_row(labelled("dropped", "yellow", "..."), f"{len(s.dropped)} in all (see --json)")
     for fail in s.failures:
-        table.add_row(_label("failed", "red", fail["chunk_id"]), inert(fail["reason"]))
+        table.add_row(labelled("failed", "red", fail["chunk_id"]), inert(fail["reason"]))
     if s.stopped_by_budget:
-        table.add_row(_label("stopped", "red"), inert(s.budget_reason or "budget reached"))
+        table.add_row(labelled("stopped", "red"), inert(s.budget_reason or "budget reached"))
     return table
-
-
-def _label(kind: str, style: str, data: object = None) -> Text:
-    """``kind`` in ``style``, then the data it is about, inert."""
-    if data is None:
-        return Text(kind, style=style)
-    return Text.assemble((kind, style), " ", inert(data))
 
 
 def _counts(s: IngestSummary) -> list[tuple[str, object]]:

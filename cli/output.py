@@ -71,6 +71,13 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def labelled(label: str, style: str, data: object = None) -> Text:
+    """``label`` in ``style`` (kg's own words), then the data it is about, inert."""
+    if data is None:
+        return Text(label, style=style)
+    return Text.assemble((label, style), " ", data if isinstance(data, Text) else inert(data))
+
+
 def secrets() -> list[str]:
     """Everything that must never be printed, as far as it can be known now."""
     found = env_secrets()
@@ -109,7 +116,7 @@ def redaction() -> RedactFilter:
 def print_error(message: str) -> None:
     """``error: <message>`` on stderr, scrubbed and inert (a message may quote data)."""
     text = inert(scrub(message, secrets()))
-    Console(stderr=True).print(Text.assemble(("error:", "bold red"), " ", text))
+    Console(stderr=True).print(labelled("error:", "bold red", text))
 
 
 def print_crash(exc: BaseException) -> None:

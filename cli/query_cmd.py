@@ -14,7 +14,7 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
-from cli.output import inert
+from cli.output import inert, labelled
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
 from kg.answer.nlquery import QueryResponse
 
@@ -46,7 +46,7 @@ def query(
     try:
         response = asyncio.run(_query(Settings(), question))
     except QueryRejected as exc:
-        err_console.print(Text.assemble(("rejected:", "bold red"), " ", inert(exc)))
+        err_console.print(labelled("rejected:", "bold red", exc))
         for error in exc.errors:
             err_console.print(Text.assemble("  ", inert(f"{error['field']}: {error['reason']}")))
         return EXIT_INVALID

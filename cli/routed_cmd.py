@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.output import inert
+from cli.output import inert, labelled
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
 from kg.errors import validation_errors
 from kg.search.global_models import GlobalSearchResponse, RoutedRequest, RoutedResponse
@@ -70,9 +70,7 @@ async def _search(settings: Settings, request: RoutedRequest) -> RoutedResponse:
 def _invalid(errors: list[dict[str, str]]) -> int:
     for error in errors:
         name = "query" if error["field"] == "query" else "--" + error["field"].replace("_", "-")
-        err_console.print(
-            Text.assemble((f"invalid {name}:", "bold red"), " ", inert(error["reason"]))
-        )
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 
@@ -80,7 +78,7 @@ def _print_global(response: GlobalSearchResponse) -> None:
     for note in response.notes:
         console.print(inert(note, "yellow"))
     if response.answer:
-        console.print(Text.assemble(("answer:", "bold"), " ", inert(response.answer, lines=True)))
+        console.print(labelled("answer:", "bold", inert(response.answer, lines=True)))
         console.print(inert("cites: " + ", ".join(response.citations), "dim"))
     if response.reports:
         table = Table(title=f"Community reports, level {response.level}", title_justify="left")

@@ -15,9 +15,8 @@ from cyclopts import Parameter
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
-from cli.output import inert
+from cli.output import inert, labelled
 from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
 from kg.errors import validation_errors
 from kg.search.models import Mode
@@ -103,9 +102,7 @@ def _invalid(errors: list[dict[str, str]]) -> int:
         name = name or "--" + error["field"].replace("_", "-")
         if error["field"] == "query":
             name = "query"
-        err_console.print(
-            Text.assemble((f"invalid {name}:", "bold red"), " ", inert(error["reason"]))
-        )
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 
