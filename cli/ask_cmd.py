@@ -10,7 +10,9 @@ from typing import Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
+from rich.text import Text
 
+from cli.output import inert, labelled
 from kg import (
     AnswerMode,
     AnswerRequest,
@@ -89,13 +91,13 @@ def _invalid(exc: QueryRejected) -> int:
     for error in exc.errors or [{"field": "question", "reason": str(exc)}]:
         field = error["field"]
         name = field if field == "question" else "--" + field.replace("_", "-")
-        err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 
 def _print(response: AnswerResponse) -> None:
     style = "yellow" if response.insufficient_context else "bold"
-    console.print(f"[{style}]{response.answer}[/]", highlight=False)
+    console.print(inert(response.answer, style, lines=True))
     chunks = {c.id: c for c in response.context.chunks}
     relations = {r.id: r for r in response.context.relations}
     for n, cite in enumerate(response.citations, 1):
@@ -107,7 +109,7 @@ def _print(response: AnswerResponse) -> None:
         else:
             where = cite.chunk_id or cite.relation_id or ""
         quote = f' "{cite.quote}"' if cite.quote else ""
-        console.print(f"  [{n}] {where}{quote}", highlight=False)
+        console.print(Text.assemble(f"  [{n}] ", inert(f"{where}{quote}")))
     usage = response.usage
     console.print(
         f"[dim]{response.mode}, confidence {response.confidence:.2f}, {usage.calls} LLM "

@@ -7,6 +7,7 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
+from cli.output import inert
 from kg import KnowledgeGraph
 
 app = App(name="communities", help="Communities of entities and their reports.")
@@ -49,6 +50,6 @@ def build(
         f"{summary.deleted} old communities removed"
     )
     if summary.stopped_by_budget:
-        console.print(f"[yellow]budget reached: {summary.budget_reason}[/]")
+        console.print(inert(f"budget reached: {summary.budget_reason}", "yellow"))
     console.print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in summary.timings.items()))
     return 0

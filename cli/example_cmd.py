@@ -14,8 +14,10 @@ from typing import Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
+from rich.text import Text
 
 from cli.ingest_cmd import summary_table
+from cli.output import inert
 from cli.progress import RichProgress
 from cli.search_cmd import _print, _search
 from kg import (
@@ -64,7 +66,7 @@ def example(
         f"{built.communities} communities over {built.entities} entities "
         f'(kg communities build; try kg search "What are the main parts of the platform?")'
     )
-    console.print(f"\n[bold]kg search[/] {question!r}")
+    console.print(Text.assemble("\n", ("kg search", "bold"), " ", inert(repr(question))))
     response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
     _print(response)
     # The server just started: plan every template and run a few searches now, so the user's
@@ -72,7 +74,7 @@ def example(
     with console.status("warming the server for your next searches..."):
         warmed = asyncio.run(_warm(settings))
     if warmed:
-        console.print(f"[dim]warm-up skipped: {warmed}[/]")
+        console.print(inert(f"warm-up skipped: {warmed}", "dim"))
     if browser:
         password_file = settings.neo4j.password_file or settings.server.password_file
         console.print(

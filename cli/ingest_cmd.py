@@ -8,7 +8,9 @@ from typing import Annotated, Literal
 from cyclopts import Parameter
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from cli.output import inert, labelled
 from cli.progress import RichProgress
 from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
 
@@ -70,7 +72,7 @@ def ingest(
         settings.extract.max_tokens = max_tokens
     console = Console(stderr=json)
     if not path.exists():
-        console.print(f"[bold red]error:[/] {path} does not exist")
+        console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
     options = IngestOptions(
         triplets=triplets,
@@ -98,11 +100,32 @@ MAX_DROPPED_SHOWN = 20
 
 
 def summary_table(s: IngestSummary) -> Table:
-    table = Table(
-        title=f"kg ingest {s.root}" + (" (dry run)" if s.dry_run else ""), show_header=False
-    )
+    """The summary as a table; every text from data in it is inert (cli/output.py)."""
+    title = Text.assemble("kg ingest ", inert(s.root), " (dry run)" if s.dry_run else "")
+    table = Table(title=title, show_header=False)
     table.add_column("what", style="bold")
     table.add_column("count", justify="right")
+    for name, value in _counts(s):
+        table.add_row(name, str(value))
+    for skip in s.skipped:
+        table.add_row(labelled("skipped", "yellow", skip["path"]), inert(skip["reason"]))
+    for err in s.import_errors:
+        table.add_row(labelled(f"import line {err['line']}", "yellow"), inert(err["reason"]))
+    for item in s.dropped[:MAX_DROPPED_SHOWN]:
+        where = f"line {item['line']}" if "line" in item else item.get("chunk_id", "")
+        table.add_row(
+            labelled("dropped", "yellow", f"{where} {item['item']}"), inert(item["reason"])
+        )
+    if len(s.dropped) > MAX_DROPPED_SHOWN:
+        table.add_row(labelled("dropped", "yellow", "..."), f"{len(s.dropped)} in all (see --json)")
+    for fail in s.failures:
+        table.add_row(labelled("failed", "red", fail["chunk_id"]), inert(fail["reason"]))
+    if s.stopped_by_budget:
+        table.add_row(labelled("stopped", "red"), inert(s.budget_reason or "budget reached"))
+    return table
+
+
+def _counts(s: IngestSummary) -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = [
         (
             "documents new / changed / unchanged",
@@ -113,45 +136,24 @@ def summary_table(s: IngestSummary) -> Table:
         ("chunks", s.chunks),
     ]
     if s.dry_run:
-        rows += [
+        return [
+            *rows,
             ("estimated LLM calls", s.estimated_calls),
             ("estimated tokens", s.estimated_tokens),
         ]
-    else:
-        rows += [
-            ("entities created / matched existing", f"{s.entities_created} / {s.entities_matched}"),
-            ("surface forms merged", s.mentions_merged),
-            (
-                "document graph entities / mentions",
-                f"{s.docgraph_entities} / {s.docgraph_mentions}",
-            ),
-            (
-                "relations created / updated / closed",
-                f"{s.relations_created} / {s.relations_updated} / {s.relations_closed}",
-            ),
-            (
-                "LLM calls (retries) / cache hits",
-                f"{s.llm_calls} ({s.llm_retries}) / {s.cache_hits}",
-            ),
-            ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
-            ("failed chunks", len(s.failures)),
-            ("items dropped (invalid)", len(s.dropped)),
-            ("seconds", s.seconds),
-            ("seconds per stage", " · ".join(f"{k} {v:.1f}" for k, v in s.timings.items())),
-        ]
-    for name, value in rows:
-        table.add_row(name, str(value))
-    for skip in s.skipped:
-        table.add_row(f"[yellow]skipped[/] {skip['path']}", skip["reason"])
-    for err in s.import_errors:
-        table.add_row(f"[yellow]import line {err['line']}[/]", str(err["reason"]))
-    for item in s.dropped[:MAX_DROPPED_SHOWN]:
-        where = f"line {item['line']}" if "line" in item else item.get("chunk_id", "")
-        table.add_row(f"[yellow]dropped[/] {where} {item['item']}", str(item["reason"]))
-    if len(s.dropped) > MAX_DROPPED_SHOWN:
-        table.add_row("[yellow]dropped[/] ...", f"{len(s.dropped)} in all (see --json)")
-    for fail in s.failures:
-        table.add_row(f"[red]failed[/] {fail['chunk_id']}", fail["reason"])
-    if s.stopped_by_budget:
-        table.add_row("[red]stopped[/]", s.budget_reason or "budget reached")
-    return table
+    return [
+        *rows,
+        ("entities created / matched existing", f"{s.entities_created} / {s.entities_matched}"),
+        ("surface forms merged", s.mentions_merged),
+        ("document graph entities / mentions", f"{s.docgraph_entities} / {s.docgraph_mentions}"),
+        (
+            "relations created / updated / closed",
+            f"{s.relations_created} / {s.relations_updated} / {s.relations_closed}",
+        ),
+        ("LLM calls (retries) / cache hits", f"{s.llm_calls} ({s.llm_retries}) / {s.cache_hits}"),
+        ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
+        ("failed chunks", len(s.failures)),
+        ("items dropped (invalid)", len(s.dropped)),
+        ("seconds", s.seconds),
+        ("seconds per stage", " · ".join(f"{k} {v:.1f}" for k, v in s.timings.items())),
+    ]

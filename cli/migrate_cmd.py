@@ -8,6 +8,7 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
+from cli.output import inert
 from kg import MODEL_VERSION, KnowledgeGraph
 
 
@@ -32,9 +33,11 @@ def migrate(
         print(jsonlib.dumps(report.to_dict(), sort_keys=True))  # noqa: T201 - the output
     else:
         console.print(
-            f"graph model {report.from_version or 'empty'} -> {report.to_version}: "
-            f"{report.predicates} predicates catalogued, {report.relations_retyped} relations "
-            f"moved to RELATED, {report.documents_reset} documents to re-ingest"
-            + (f" ({'; '.join(report.notes)})" if report.notes else "")
+            inert(  # the notes may name relationship types found in the graph
+                f"graph model {report.from_version or 'empty'} -> {report.to_version}: "
+                f"{report.predicates} predicates catalogued, {report.relations_retyped} relations "
+                f"moved to another type, {report.documents_reset} documents to re-ingest"
+                + (f" ({'; '.join(report.notes)})" if report.notes else "")
+            )
         )
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
+from cli.output import inert
 from kg import local_server
 from kg.settings import Settings
 
@@ -46,5 +47,5 @@ def status() -> int:
 @app.command
 def logs(lines: int = 40) -> int:
     """Print the tail of the server's logs."""
-    console.print(local_server(Settings()).log_tail(lines), highlight=False, markup=False)
+    console.print(inert(local_server(Settings()).log_tail(lines), lines=True))
     return 0

@@ -1,4 +1,12 @@
-"""What the CLI writes to the terminal when things go wrong: scrubbed of secrets, always.
+"""What the CLI writes to the terminal: data made inert, errors scrubbed of secrets, always.
+
+Text from data (file names, titles, entity names, chunk text, answers, reasons that quote
+them) reaches the terminal only through :func:`inert`: control characters (ANSI escapes, OSC
+sequences such as a window title or a hyperlink, newlines, bidi overrides) are written as
+visible escapes, undecodable bytes of a file name as ``\\xNN``, and the result is a Rich
+``Text``, which Rich never parses for markup (``[link=...]``, ``[red]``) or emoji codes. A
+hostile file name therefore cannot clear the screen, forge a row or become a hyperlink, with
+or without a terminal, ``FORCE_COLOR`` included. ``--json`` output is JSON-escaped already.
 
 Every exit path of ``kg`` passes through here: the one-line ``error:`` for kg errors, the
 driver's own errors, the traceback of a bug, and every log record (one stderr handler with
@@ -10,15 +18,42 @@ an error raised while the settings load is covered too).
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import traceback
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from kg.redact import RedactFilter, env_secrets, install_redaction, scrub, settings_secrets
 
 _HANDLER_NAME = "kg-cli"
+
+# C0 and C1 controls and DEL; zero-width, line/paragraph separators and bidi controls (they
+# reorder or hide what follows); lone surrogates (undecodable bytes of a file name).
+_OTHERS = r"\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff"
+_UNSAFE = re.compile(rf"[\x00-\x1f{_OTHERS}]")
+_UNSAFE_IN_LINES = re.compile(rf"[\x00-\x09\x0b-\x1f{_OTHERS}]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if 0xDC80 <= code <= 0xDCFF:  # one undecodable byte of a file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def inert(value: object, style: str = "", *, lines: bool = False) -> Text:
+    """``value`` as text from data that cannot act on the terminal (see the module docstring).
+
+    ``lines=True`` keeps newlines (a multi-line answer); every other control is escaped.
+    """
+    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE
+    return Text(pattern.sub(_escaped, str(value)), style=style)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -34,6 +69,13 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     @stream.setter
     def stream(self, value: object) -> None:
         pass
+
+
+def labelled(label: str, style: str, data: object = None) -> Text:
+    """``label`` in ``style`` (kg's own words), then the data it is about, inert."""
+    if data is None:
+        return Text(label, style=style)
+    return Text.assemble((label, style), " ", data if isinstance(data, Text) else inert(data))
 
 
 def secrets() -> list[str]:
@@ -72,9 +114,9 @@ def redaction() -> RedactFilter:
 
 
 def print_error(message: str) -> None:
-    """``error: <message>`` on stderr, scrubbed, with Rich markup in it shown literally."""
-    text = escape(scrub(message, secrets()))
-    Console(stderr=True).print(f"[bold red]error:[/] {text}", highlight=False)
+    """``error: <message>`` on stderr, scrubbed and inert (a message may quote data)."""
+    text = inert(scrub(message, secrets()))
+    Console(stderr=True).print(labelled("error:", "bold red", text))
 
 
 def print_crash(exc: BaseException) -> None:

@@ -12,7 +12,9 @@ from typing import Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
+from rich.text import Text
 
+from cli.output import inert, labelled
 from kg import AsyncKnowledgeGraph, QueryRejected, QueryResponse, Settings
 
 console = Console()
@@ -43,9 +45,9 @@ def query(
     try:
         response = asyncio.run(_query(Settings(), question))
     except QueryRejected as exc:
-        err_console.print(f"[bold red]rejected:[/] {exc}", highlight=False)
+        err_console.print(labelled("rejected:", "bold red", exc))
         for error in exc.errors:
-            err_console.print(f"  {error['field']}: {error['reason']}", highlight=False)
+            err_console.print(Text.assemble("  ", inert(f"{error['field']}: {error['reason']}")))
         return EXIT_INVALID
     if json_output:
         print(response.model_dump_json())  # noqa: T201 - the machine-readable output
@@ -61,17 +63,16 @@ async def _query(settings: Settings, question: str) -> QueryResponse:
 
 
 def _print(response: QueryResponse) -> None:
-    console.print(f"[bold]{response.template}[/] {json.dumps(response.parameters)}")
+    parameters = json.dumps(response.parameters, ensure_ascii=False)
+    console.print(Text.assemble(inert(response.template, "bold"), " ", inert(parameters)))
     for entity in response.entities:
-        console.print(
-            f"  {entity.parameter}: {entity.given!r} -> {entity.name} ({entity.id})",
-            highlight=False,
-        )
+        given = f"{entity.given!r} -> {entity.name} ({entity.id})"
+        console.print(Text.assemble("  ", inert(f"{entity.parameter}: {given}")))
     rows = response.result.rows
     if not rows:
         console.print("no rows")
     for row in rows[:_SHOWN_ROWS]:
-        console.print(json.dumps(row, default=str, ensure_ascii=False), highlight=False)
+        console.print(inert(json.dumps(row, default=str, ensure_ascii=False)))
     more = f", {len(rows) - _SHOWN_ROWS} more (--json)" if len(rows) > _SHOWN_ROWS else ""
     console.print(
         f"[dim]{len(rows)} row(s){more}, {response.usage.calls} LLM call(s), "

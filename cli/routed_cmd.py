@@ -10,9 +10,10 @@ import asyncio
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from cli.output import inert, labelled
 from kg import (
     AsyncKnowledgeGraph,
     GlobalSearchResponse,
@@ -52,8 +53,11 @@ def routed(
     if json_output:
         print(response.model_dump_json())  # noqa: T201 - the machine-readable output
         return 0
-    reason = escape(response.reason)
-    console.print(f"[bold]mode:[/] {response.mode} [dim]({reason})[/]", highlight=False)
+    console.print(
+        Text.assemble(
+            ("mode:", "bold"), " ", inert(response.mode), " ", inert(f"({response.reason})", "dim")
+        )
+    )
     if response.global_search is not None:
         _print_global(response.global_search)
     elif response.local is not None:
@@ -72,16 +76,16 @@ async def _search(settings: Settings, request: RoutedRequest) -> RoutedResponse:
 def _invalid(errors: list[dict[str, str]]) -> int:
     for error in errors:
         name = "query" if error["field"] == "query" else "--" + error["field"].replace("_", "-")
-        err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 
 def _print_global(response: GlobalSearchResponse) -> None:
     for note in response.notes:
-        console.print(f"[yellow]{escape(note)}[/]")
+        console.print(inert(note, "yellow"))
     if response.answer:
-        console.print(f"[bold]answer:[/] {escape(response.answer)}")
-        console.print(f"[dim]cites: {escape(', '.join(response.citations))}[/]")
+        console.print(labelled("answer:", "bold", inert(response.answer, lines=True)))
+        console.print(inert("cites: " + ", ".join(response.citations), "dim"))
     if response.reports:
         table = Table(title=f"Community reports, level {response.level}", title_justify="left")
         for column in ("score", "rank", "title", "top facts [citations]"):
@@ -89,7 +93,12 @@ def _print_global(response: GlobalSearchResponse) -> None:
         for r in response.reports:
             facts = "\n".join(f"{f.summary} [{', '.join(f.citations)}]" for f in r.findings[:3])
             title = f"{r.title}\n{r.id}"
-            table.add_row(f"{r.score:.3f}", f"{r.rank:.1f}", escape(title), escape(facts))
+            table.add_row(
+                f"{r.score:.3f}",
+                f"{r.rank:.1f}",
+                inert(title, lines=True),
+                inert(facts, lines=True),
+            )
         console.print(table)
     calls = f", {response.llm_calls} LLM calls" if response.llm_calls else ""
     console.print(f"[dim]global, {response.took_ms:.0f} ms{calls}[/]")

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from cli.output import inert, labelled
 from kg import (
     AsyncKnowledgeGraph,
     Mode,
@@ -107,7 +108,7 @@ def _invalid(errors: list[dict[str, str]]) -> int:
         name = name or "--" + error["field"].replace("_", "-")
         if error["field"] == "query":
             name = "query"
-        err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
+        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 
 
@@ -120,7 +121,7 @@ def _print(response: SearchResponse) -> None:
         for column in ("score", "hops", "name", "type", "id"):
             table.add_column(column, justify="right" if column in ("score", "hops") else "left")
         for e in response.entities:
-            table.add_row(f"{e.score:.3f}", str(e.hops), e.name, e.type, e.id)
+            table.add_row(f"{e.score:.3f}", str(e.hops), inert(e.name), inert(e.type), inert(e.id))
         console.print(table)
     if response.relations:
         table = Table(title="Relations", title_justify="left")
@@ -129,7 +130,12 @@ def _print(response: SearchResponse) -> None:
         for r in response.relations:
             valid = f"{(r.valid_from or '')[:10]}..{(r.valid_to or '')[:10]}"
             table.add_row(
-                f"{r.score:.3f}", str(r.hops), r.source_name, r.type, r.target_name, valid
+                f"{r.score:.3f}",
+                str(r.hops),
+                inert(r.source_name),
+                inert(r.type),
+                inert(r.target_name),
+                inert(valid),
             )
         console.print(table)
     if response.chunks:
@@ -138,6 +144,6 @@ def _print(response: SearchResponse) -> None:
             table.add_column(column, justify="right" if column == "score" else "left")
         for c in response.chunks:
             text = " ".join(c.text.split())
-            table.add_row(f"{c.score:.3f}", c.document_path, text[:160])
+            table.add_row(f"{c.score:.3f}", inert(c.document_path), inert(text[:160]))
         console.print(table)
-    console.print(f"[dim]{response.template}, {response.took_ms:.0f} ms[/]")
+    console.print(inert(f"{response.template}, {response.took_ms:.0f} ms", "dim"))

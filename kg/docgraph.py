@@ -29,6 +29,7 @@ from pathlib import PurePosixPath
 
 import yaml
 
+from kg.limits import cut_name
 from kg.models import Chunk, Document, KnownEntity, ResolvedEntity
 from kg.resolve.cluster import entity_id, type_key
 from kg.resolve.embed import Embedder
@@ -76,27 +77,30 @@ def front_matter(text: str) -> dict[str, object]:
         return {}
     try:
         data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # deep nesting is hostile, not a crash
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _strings(value: object) -> list[str]:
+    """Declared names, each bounded like every name (kg/limits.py)."""
     if isinstance(value, str):
-        return [value]
+        return [cut_name(value.strip())]
     if isinstance(value, list):
-        return [str(v) for v in value[:_MAX_DECLARED] if isinstance(v, str | int | float)]
+        declared = [v for v in value[:_MAX_DECLARED] if isinstance(v, str | int | float)]
+        return [cut_name(str(v).strip()) for v in declared]
     return []
 
 
 def _headings(text: str) -> list[str]:
+    """Headings of a chunk, each bounded like every name (kg/limits.py)."""
     found = [m.group(1).strip() for m in _HEADING.finditer(text)]
     lines = text.splitlines()
     for i in range(len(lines) - 1):
         line, under = lines[i].strip(), lines[i + 1].rstrip()
         if line and _RST_UNDERLINE.match(under) and len(under) >= len(line):
             found.append(line)
-    return found
+    return [cut_name(h) for h in found]
 
 
 def _link_target(doc_path: str, target: str, titles: Mapping[str, str]) -> str | None:
@@ -124,22 +128,24 @@ def candidates(
     if not chunks:
         return []
     meta = front_matter(doc.text)
+    doc_title = cut_name(doc.title.strip())  # already cut by the loaders; a library caller's too
     title = Candidate(
-        doc.title.strip(),
+        doc_title,
         TOPIC,
-        [*title_aliases(doc.title), *_strings(meta.get("aliases"))],
+        [*title_aliases(doc_title), *_strings(meta.get("aliases"))],
         {c.id for c in chunks},
     )
     found = [title]
     for name in _strings(meta.get("entities")):
-        found.append(Candidate(name.strip(), TOPIC, title_aliases(name), {chunks[0].id}))
+        found.append(Candidate(name, TOPIC, title_aliases(name), {chunks[0].id}))
     for chunk in chunks:
         for heading in _headings(chunk.text):
-            if heading.casefold() != doc.title.strip().casefold():
+            if heading.casefold() != doc_title.casefold():
                 found.append(Candidate(heading, SECTION, [], {chunk.id}))
         for match in _MD_LINK.finditer(chunk.text):
             target = _link_target(doc.path, match.group(2), titles)
             if target:
+                target = cut_name(target)
                 found.append(Candidate(target, TOPIC, title_aliases(target), {chunk.id}))
         for match in _WIKI_LINK.finditer(chunk.text):
             name = match.group(1).strip()

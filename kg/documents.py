@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from kg.limits import cut_key, cut_name, is_valid_unicode, printable_path
 from kg.models import Chunk, Document, SkippedFile
 
 __all__ = [
@@ -56,6 +57,7 @@ IGNORED_DIRS = frozenset(
 )  # fmt: skip
 
 _SNIFF_BYTES = 8192
+_NOT_UTF8 = "name is not valid UTF-8; not read (rename it)"
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def _walk(
             continue
         for entry in entries:
             rel = f"{prefix}{entry.name}"
+            if not is_valid_unicode(entry.name):
+                # Neo4j stores only valid Unicode: such a name could never become a path.
+                skipped.append(SkippedFile(printable_path(rel), _NOT_UTF8))
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -228,6 +234,8 @@ def load_folder(
     if not root.is_dir():
         if root.is_file():
             # A single file is a folder of one: handy for `kg ingest notes.md`.
+            if not is_valid_unicode(root.name):
+                return LoadResult(skipped=[SkippedFile(printable_path(root.name), _NOT_UTF8)])
             return _load_files([(root, root.name)], include, exclude, max_file_bytes, [])
         raise FileNotFoundError(f"not a folder: {root}")
     skipped: list[SkippedFile] = []
@@ -314,10 +322,12 @@ def _load_file(path: Path, rel: str, max_file_bytes: int) -> Document:
     text = _normalize_newlines(text)
     if not text.strip():
         raise _Skip("empty: no text")
+    # Title and path reach indexed properties: bounded by the one rule (kg/limits.py).
+    rel = cut_key(rel)
     return Document(
         id=document_id(rel),
         path=rel,
-        title=title or path.stem,
+        title=cut_name(title or path.stem),
         text=text,
         sha256=_sha256(text),
     )
@@ -459,7 +469,7 @@ def _pdf_text(path: Path, data: bytes) -> tuple[str, str | None]:
             meta_title = reader.metadata.title if reader.metadata else None
     except _Skip:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError, RecursionError) as exc:
         raise _Skip(f"unreadable PDF: {type(exc).__name__}: {exc}") from exc
     text = "\n\n".join(p for p in pages if p)
     if not text.strip():

@@ -53,6 +53,7 @@ from kg.graph.writer import (
     WriteCounts,
 )
 from kg.languages import detect
+from kg.limits import check_namespace, cut_key, printable_path
 from kg.models import Chunk, Document, KnownEntity, Mention, ResolvedEntity
 from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.adjudicate import Adjudicator, make_adjudicator
@@ -219,8 +220,8 @@ def ingest(
     started = time.monotonic()
     progress = progress or _Silent()
     root = path.resolve()
-    source = namespace.strip() if namespace and namespace.strip() else str(root)
-    summary = IngestSummary(root=str(root), source=source, dry_run=dry_run)
+    source = _source(root, namespace)
+    summary = IngestSummary(root=printable_path(str(root)), source=source, dry_run=dry_run)
     clock = _Clock(summary, progress)
     writer = make_writer(settings, driver)
     embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
@@ -260,6 +261,20 @@ def ingest(
 
 
 # -- steps -------------------------------------------------------------------------------------
+
+
+def _source(root: Path, namespace: str | None) -> str:
+    """The source documents are identified by: the namespace, else the folder's path.
+
+    Both reach an indexed property: a namespace over the bound (kg/limits.py) is refused, a
+    folder path is cut (with a hash, so it stays distinct) and written in a storable form.
+    """
+    if namespace and namespace.strip():
+        problem = check_namespace(namespace.strip())
+        if problem:
+            raise ConfigError(f"--namespace: {problem}")
+        return namespace.strip()
+    return cut_key(printable_path(str(root)))
 
 
 def _embedders(

@@ -32,6 +32,7 @@ from kg.extract.schema import (
     describe_error,
     salvage,
 )
+from kg.limits import cut_key, cut_name, is_valid_unicode
 
 __all__ = ["DEFAULT_ENTITY_TYPE", "ImportResult", "ImportedDocument", "read_triplets"]
 
@@ -99,7 +100,13 @@ class _Line(BaseModel):
     def _id(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError("must not be empty when given")
-        return value.strip() if value is not None else None
+        # The id is the document's path, an indexed key: bounded, kept distinct (kg/limits.py).
+        return cut_key(value.strip()) if value is not None else None
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, value: str) -> str:
+        return cut_name(value)  # a title names the document's Topic entity (kg/limits.py)
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,22 @@ def _to_result(
     return result, dropped
 
 
+def _valid_strings(data: Any) -> bool:
+    """True when every key and string in ``data`` is valid Unicode (iterative: no recursion)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not is_valid_unicode(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
 def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResult:
     """Read a triplets JSONL file; malformed lines become ``(line_number, reason)`` errors.
 
@@ -246,15 +269,24 @@ def read_triplets(path: Path, *, ontology: Ontology | None = None) -> ImportResu
         except json.JSONDecodeError as exc:
             errors.append((number, f"invalid JSON: {exc.msg} (column {exc.colno})"))
             continue
+        except RecursionError:
+            errors.append((number, "invalid JSON: nested too deeply"))
+            continue
         if not isinstance(data, dict):
             errors.append((number, "expected a JSON object"))
             continue
+        if not _valid_strings(data):
+            errors.append((number, "not valid Unicode: a lone surrogate escape such as \\ud800"))
+            continue
         try:
             line = _Line.model_validate(data)
+            result, dropped = _to_result(line, ontology)
         except ValidationError as exc:
             errors.append((number, describe_error(exc)))
             continue
-        result, dropped = _to_result(line, ontology)
+        except RecursionError:  # nesting the JSON parser took, but validation could not
+            errors.append((number, "nested too deeply"))
+            continue
         documents.append(
             ImportedDocument(line.id, line.title, line.text, result, number, tuple(dropped))
         )

@@ -27,6 +27,7 @@ from pydantic import (
 
 from kg.extract.ontology import Ontology
 from kg.extract.predicates import normalize_predicate
+from kg.limits import MAX_NAME_CHARS
 
 __all__ = [
     "DroppedItem",
@@ -38,7 +39,7 @@ __all__ = [
     "salvage",
 ]
 
-MAX_NAME_LENGTH = 300
+MAX_NAME_LENGTH = MAX_NAME_CHARS  # the one bound on names (kg/limits.py)
 MAX_ALIASES = 64  # per extracted entity; the writer bounds the stored list too
 _YEAR = re.compile(r"^(\d{4})$")
 _YEAR_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")

@@ -1,10 +1,13 @@
 """In-place migration of a graph written by an older kg to :data:`kg.graph.meta.MODEL_VERSION`.
 
 Model 1 -> 2:
-1. every Entity-to-Entity relation gets ``predicate`` = its type;
+1. every Entity-to-Entity relation gets ``predicate`` = its type, normalized like an extracted
+   predicate (a type made outside kg, such as ``X Y`` or ``depends_on``, becomes ``X_Y`` or
+   ``DEPENDS_ON``; a type with no letter, ``RELATED_TO``, named in the report);
 2. each predicate gets its storage decided by the writer's rule (its own type for the ones
    that matter, ``RELATED`` for the long tail and for names kg reserves for structure), and
-   relations of the long tail are moved to ``RELATED`` with all their properties;
+   relations stored under another type are moved there with all their properties (types are
+   parameters, never query text);
 3. documents get ``source`` (their old ``root``) and the source-scoped id, their chunks follow,
    and their hash is cleared, so the next ``kg ingest`` rewrites each one in the new form
    instead of reporting it unchanged;
@@ -33,41 +36,51 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, LiteralString, cast
+from typing import Any, LiteralString
 
 from neo4j import Driver, Record
 
 from kg.documents import document_id
 from kg.errors import StoreError
+from kg.extract.predicates import normalize_predicate
 from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp, stamp_embedders
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.graph.writer import GraphWriter
 from kg.languages import BY_CODE, detect
-from kg.models import GENERIC_RELATION_TYPE, is_relation_type
 from kg.resolve.embed import Embedder, embedder_identity
 
 _REEMBED_BATCH = 1000
-
-_SET_PREDICATES: LiteralString = """
-MATCH (:Entity)-[r]->(:Entity) WHERE r.predicate IS NULL
-CALL (r) { SET r.predicate = type(r) } IN TRANSACTIONS OF 10000 ROWS
-"""
 
 _PREDICATE_COUNTS: LiteralString = """
 MATCH (:Entity)-[r]->(:Entity)
 RETURN r.predicate AS predicate, type(r) AS type, count(*) AS n
 """
 
-# Rendered per type from the allowlist (the types come from the graph and pass
-# is_relation_type); one batch per run, repeated until nothing is left.
-_RETYPE_TEMPLATE = """
-MATCH (a:Entity)-[r:`__TYPE__`]->(b:Entity)
+# One batch of the relations of one (type, predicate) group is given its normalized predicate
+# and moved to the type that stores it. Both types are parameters (dynamic types): a model 1
+# type such as `X Y` or `depends_on` never reaches query text. Repeated until nothing is left.
+_MOVE_RELATIONS: LiteralString = """
+MATCH (a:Entity)-[r:$($type)]->(b:Entity)
+WHERE (r.predicate IS NULL AND $old IS NULL) OR r.predicate = $old
 WITH a, r, b LIMIT 5000
-CREATE (a)-[n:RELATED]->(b)
-SET n = properties(r)
+CREATE (a)-[n:$($to)]->(b)
+SET n = properties(r), n.predicate = $new
 DELETE r
 RETURN count(*) AS moved
 """
+
+# The same where the type stays: only the predicate changes.
+_RENAME_PREDICATES: LiteralString = """
+MATCH (:Entity)-[r:$($type)]->(:Entity)
+WHERE (r.predicate IS NULL AND $old IS NULL) OR r.predicate = $old
+WITH r LIMIT 5000
+SET r.predicate = $new
+RETURN count(*) AS moved
+"""
+
+# A model 1 type with no letter at all cannot be a predicate; its facts keep their edge under
+# this predicate, and the migration report says so.
+UNNAMED_PREDICATE = "RELATED_TO"
 
 _OLD_DOCUMENTS: LiteralString = """
 MATCH (d:Document) WHERE d.source IS NULL
@@ -191,23 +204,55 @@ def migrate(
 def _model_1_to_2(
     driver: Driver, database: str, writer: GraphWriter, report: MigrationReport
 ) -> None:
-    with driver.session(database=database) as session:
-        session.run(_SET_PREDICATES).consume()  # IN TRANSACTIONS needs an auto-commit run
+    """Predicates from model 1 types, normalized; each stored by the writer's rule.
+
+    Any type the graph holds is handled, including ones that are not valid predicates
+    (``X Y``, ``depends_on``, made outside kg): they go through the same normalization as
+    extracted predicates, so a rerun never meets a type it refuses.
+    """
     records, _, _ = driver.execute_query(_PREDICATE_COUNTS, database_=database)
+    groups: list[tuple[str, str | None, str]] = []  # (type, stored predicate, predicate)
     counts: dict[str, int] = {}
-    stored_types: set[str] = set()
     for r in records:
-        counts[r["predicate"]] = counts.get(r["predicate"], 0) + int(r["n"])
-        stored_types.add(r["type"])
+        rel_type, old = str(r["type"]), r["predicate"]
+        new = _normalized(old if old is not None else rel_type, report)
+        groups.append((rel_type, old, new))
+        counts[new] = counts.get(new, 0) + int(r["n"])
     storage = writer.predicate_storage(counts)
     report.predicates = len(storage)
-    long_tail = sorted(
-        t for t in stored_types if storage.get(t) == GENERIC_RELATION_TYPE and t != "RELATED"
-    )
-    for rel_type in long_tail:
-        report.relations_retyped += _retype(driver, database, rel_type)
+    for rel_type, old, new in sorted(groups, key=lambda g: (g[0], g[1] or "", g[2])):
+        to = storage[new]
+        if to == rel_type and old == new:
+            continue
+        query = _RENAME_PREDICATES if to == rel_type else _MOVE_RELATIONS
+        moved = _repeat(driver, database, query, type=rel_type, old=old, new=new, to=to)
+        if to != rel_type:
+            report.relations_retyped += moved
     report.documents_reset = _reid_documents(driver, database, writer.batch_size)
     stamp(driver, database, 2)
+
+
+def _normalized(name: str, report: MigrationReport) -> str:
+    """A model 1 type (or predicate) as a predicate; one with no letter gets a stand-in."""
+    try:
+        return normalize_predicate(name)
+    except ValueError:
+        report.notes.append(
+            f"relationship type {name!r} has no letters: its facts are kept as "
+            f"predicate {UNNAMED_PREDICATE}"
+        )
+        return UNNAMED_PREDICATE
+
+
+def _repeat(driver: Driver, database: str, query: LiteralString, **params: Any) -> int:
+    """Run a batched statement until it reports nothing left; the total it moved."""
+    total = 0
+    while True:
+        records, _, _ = driver.execute_query(query, params, database_=database)
+        moved = int(records[0]["moved"]) if records else 0
+        total += moved
+        if moved == 0:
+            return total
 
 
 def _pages(driver: Driver, database: str, page: LiteralString) -> Iterator[list[Record]]:
@@ -266,19 +311,6 @@ def label_entity_types(driver: Driver, database: str, limit: int) -> int:
     with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
         summary = session.run(_SET_TYPE_LABELS, rows=rows).consume()
     return summary.counters.labels_added
-
-
-def _retype(driver: Driver, database: str, rel_type: str) -> int:
-    if not is_relation_type(rel_type):
-        raise StoreError(f"refusing to render relationship type {rel_type!r}")
-    query = cast(LiteralString, _RETYPE_TEMPLATE.replace("__TYPE__", rel_type))
-    total = 0
-    while True:
-        records, _, _ = driver.execute_query(query, database_=database)
-        moved = int(records[0]["moved"]) if records else 0
-        total += moved
-        if moved == 0:
-            return total
 
 
 def _reid_documents(driver: Driver, database: str, batch_size: int) -> int:

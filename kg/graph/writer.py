@@ -30,6 +30,7 @@ from neo4j import Driver, ManagedTransaction, unit_of_work
 from kg.errors import StoreError
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.languages import BY_CODE, LanguageCode
+from kg.limits import MAX_NAME_CHARS, cut_key, cut_name
 from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
 
 T = TypeVar("T")
@@ -285,7 +286,7 @@ class Bounds:
     """Limits on what one write may grow; see WriteSettings for the documented defaults."""
 
     max_aliases: int = 64
-    max_alias_chars: int = 300
+    max_alias_chars: int = MAX_NAME_CHARS
     max_chunk_ids: int = 200
     timeout_s: float = 120.0
     max_type_labels: int = 24
@@ -339,8 +340,16 @@ class GraphWriter:
 
     def upsert_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
         """Create or update documents and clear their hash: call before touching contents."""
+        # Path and source are indexed; every value is bounded again here (kg/limits.py), so no
+        # caller can fail a whole batch with one oversized value.
         rows = [
-            {"id": d.id, "path": d.path, "title": d.title, "root": d.root, "source": d.source}
+            {
+                "id": cut_key(d.id),
+                "path": cut_key(d.path),
+                "title": cut_name(d.title),
+                "root": d.root,
+                "source": cut_key(d.source),
+            }
             for d in docs
         ]
         return self._batched(_UPSERT_DOCUMENTS, rows)
@@ -381,9 +390,9 @@ class GraphWriter:
         )
         rows = [
             {
-                "id": e.id,
-                "name": e.name,
-                "type": e.type,
+                "id": cut_key(e.id),
+                "name": cut_name(e.name),  # indexed, like the type (kg/limits.py)
+                "type": cut_name(e.type),
                 "label": labels.get(e.type),
                 "description": e.description,
                 "aliases": self._bounded_aliases(e.aliases),
