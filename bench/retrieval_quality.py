@@ -307,7 +307,7 @@ def score(dev: DevSet, system: str, hits: list[list[Hit]], times: list[float]) -
     if dev.docs_root is not None:
         sections = Sections(dev.docs_root)
         pairs = list(zip(hits, dev.questions, strict=True))
-        r2 = [any(sections.right(h, q) for h in hs[:3]) for hs, q in pairs]
+        r2 = [float(any(sections.right(h, q) for h in hs[:3])) for hs, q in pairs]
         lost = sum(sections.chunk_span(h.path, h.text) is None for hs, _ in pairs for h in hs[:3])
         if lost:
             print(f"[docs] {system}: {lost} top-3 chunks not located in their file (file counts)")
@@ -338,6 +338,14 @@ def server(args: argparse.Namespace) -> Iterator[Settings]:
         yield s
 
 
+def with_overrides(settings: Settings, pairs: Sequence[str]) -> Settings:
+    search = settings.search.model_dump()
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        search[key] = json.loads(value)
+    return settings.model_copy(update={"search": settings.search.model_validate(search)})
+
+
 def wipe(settings: Settings) -> None:
     with open_driver(settings.neo4j) as driver, driver.session() as session:
         session.run(
@@ -349,7 +357,7 @@ def wipe(settings: Settings) -> None:
 
 
 async def run_kg(
-    settings: Settings, questions: list[Question], modes: Sequence[str]
+    settings: Settings, questions: list[Question], modes: Sequence[str], depth: int
 ) -> dict[str, tuple[list[list[Hit]], list[float]]]:
     driver = open_async_driver(settings.neo4j)
     out: dict[str, tuple[list[list[Hit]], list[float]]] = {}
@@ -362,12 +370,14 @@ async def run_kg(
                 started = time.perf_counter()
                 if mode == "auto":
                     routed = await routed_search(
-                        service, settings, RoutedRequest(query=q.text, mode="auto", limit=LIMIT)
+                        service,
+                        settings,
+                        RoutedRequest(query=q.text, mode="auto", depth=depth, limit=LIMIT),
                     )
                     chunks = routed.local.chunks if routed.local is not None else []
                     routes[routed.mode] = routes.get(routed.mode, 0) + 1
                 else:
-                    req = SearchRequest(query=q.text, mode=mode, depth=2, limit=LIMIT)  # type: ignore[arg-type]
+                    req = SearchRequest(query=q.text, mode=mode, depth=depth, limit=LIMIT)
                     chunks = (await service.local_search(req)).chunks
                 times.append((time.perf_counter() - started) * 1000)
                 hits.append([Hit(c.document_path, c.text) for c in chunks])
@@ -467,7 +477,7 @@ def pagerank(graph: Graph, seeds: list[int], damping: float = 0.85) -> np.ndarra
     reset[seeds] = 1.0 / len(seeds)
     rank = reset.copy()
     for _ in range(50):
-        new = (1 - damping) * reset + damping * (graph.matrix @ rank)
+        new: np.ndarray = (1 - damping) * reset + damping * np.asarray(graph.matrix @ rank)
         if np.abs(new - rank).sum() < 1e-6:
             return new
         rank = new
@@ -583,6 +593,8 @@ def inputs(sets: list[DevSet], settings: Settings, args: argparse.Namespace) -> 
         "search_settings": settings.search.model_dump(mode="json"),
         "chunk_embedder": settings.chunks.model_dump(mode="json"),
         "questions_limit": args.questions,
+        "depth": args.depth,
+        "search_overrides": args.search,
     }
 
 
@@ -593,6 +605,9 @@ def main() -> None:
     )
     parser.add_argument("--questions", type=int, help="only N questions per set (quick looks)")
     parser.add_argument("--modes", default=",".join(KG_MODES), help="kg modes to run")
+    parser.add_argument("--depth", type=int, default=2, help="graph and hybrid depth (2)")
+    parser.add_argument("--search", action="append", default=[], metavar="KEY=JSON",
+                        help="override a search setting, e.g. fusion_k=10 (repeatable)")  # fmt: skip
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument("--musique", type=Path, default=MUSIQUE, help="the musique-dev folder")
     parser.add_argument("--uri", help="an existing Neo4j (its database is wiped)")
@@ -612,13 +627,14 @@ def main() -> None:
     sets = [d for name in SET_NAMES if name in chosen for d in makers[name]()]
     started = time.perf_counter()
     results: list[Result] = []
-    with server(args) as settings:
+    with server(args) as base:
+        settings = with_overrides(base, args.search)
         recorded = inputs(sets, settings, args)
         print(json.dumps(recorded, indent=1, ensure_ascii=False), flush=True)
         for dev in sets:
             wipe(settings)
             print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
-            runs = asyncio.run(run_kg(settings, dev.questions, modes))
+            runs = asyncio.run(run_kg(settings, dev.questions, modes, args.depth))
             if not args.no_baselines:
                 runs |= baselines(settings, dev.questions)
             for system, (hits, times) in runs.items():
