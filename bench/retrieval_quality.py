@@ -31,7 +31,7 @@ median and p95 ms per question, wall clock, in this process.
 
 Systems. kg ``text``, ``vector``, ``graph`` and ``hybrid`` through ``SearchService.local_search``
 (the code behind ``POST /search/local``; depth 2, limit 20) and ``auto`` through
-``kg.routed.routed_search`` (what ``kg search`` and ``POST /search`` do by default: the router
+``kg.search.routed.routed_search`` (what ``kg search`` and ``POST /search`` do by default: the router
 picks). Baselines over the same chunks, read out of Neo4j after ingest: BM25 (bm25s over title +
 text; words of 2+ characters, English and Russian stop words removed, Snowball stemming per
 word: Russian for Cyrillic words, English otherwise), dense (the stored chunk vectors of kg's
