@@ -13,13 +13,13 @@ every chat call goes through an HTTP transport that
   but no endpoint may claim 20 tokens for 50 MB, or 10^30 for a sentence).
 
 The tokens of one :meth:`kg.llm.instructor_llm.InstructorLLM.create` call, re-asks included,
-are gathered in a :class:`CallMeter` that the call installs in a context variable (the
-transport runs in the caller's task or thread).
+are gathered in a :class:`~kg.llm.protocol.CallMeter` that the call installs in a context
+variable (the transport runs in the caller's task or thread), so a budget sees them between
+re-asks (:mod:`kg.llm.ask`).
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import math
 import time
@@ -27,22 +27,19 @@ import urllib.parse
 import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-from kg.llm.protocol import TokenUsage
+from kg.llm.protocol import current_meter
 
 __all__ = [
     "PLAUSIBLE_FACTOR",
     "BoundedAsyncTransport",
     "BoundedTransport",
-    "CallMeter",
     "ResponseTooLarge",
     "counted",
     "estimate_tokens",
-    "metering",
     "proxy_for",
 ]
 
@@ -78,40 +75,6 @@ def counted(reported: Any, measured: int) -> int:
         return measured * PLAUSIBLE_FACTOR if reported > 0 else measured
     low, high = math.ceil(measured / PLAUSIBLE_FACTOR), measured * PLAUSIBLE_FACTOR
     return int(min(max(reported, low), high))
-
-
-@dataclass
-class CallMeter:
-    """Tokens of one structured call, re-asks included, as kg counted them."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    exchanges: int = 0
-
-    def usage(self) -> TokenUsage:
-        total = self.prompt_tokens + self.completion_tokens
-        return TokenUsage(self.prompt_tokens, self.completion_tokens, total)
-
-
-_METER: contextvars.ContextVar[CallMeter | None] = contextvars.ContextVar(
-    "kg_llm_meter", default=None
-)
-
-
-class metering:
-    """``with metering() as meter:`` counts the chat exchanges made inside the block."""
-
-    def __init__(self) -> None:
-        self.meter = CallMeter()
-        self._token: contextvars.Token[CallMeter | None] | None = None
-
-    def __enter__(self) -> CallMeter:
-        self._token = _METER.set(self.meter)
-        return self.meter
-
-    def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
-            _METER.reset(self._token)
 
 
 def _texts(value: Any, out: list[str]) -> None:
@@ -150,7 +113,7 @@ def _answer_text(body: Any) -> str:
 
 def _account(request: httpx2.Request, content: bytes) -> None:
     """Add one chat exchange to the current call's meter (no meter: nothing to add)."""
-    meter = _METER.get()
+    meter = current_meter()
     if meter is None or not request.url.path.endswith("/chat/completions"):
         return
     try:

@@ -15,13 +15,7 @@ from instructor.core import InstructorError, InstructorRetryException
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
-from kg.llm.bounded import (
-    BoundedAsyncTransport,
-    BoundedTransport,
-    ResponseTooLarge,
-    metering,
-    proxy_for,
-)
+from kg.llm.bounded import BoundedAsyncTransport, BoundedTransport, ResponseTooLarge, proxy_for
 from kg.llm.endpoint import Endpoint
 from kg.llm.protocol import (
     EmbeddingsReply,
@@ -32,6 +26,7 @@ from kg.llm.protocol import (
     Reask,
     Reply,
     TokenUsage,
+    metering,
 )
 
 __all__ = ["InstructorLLM", "OpenAIEmbeddings", "SyncInstructorLLM"]
