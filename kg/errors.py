@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # neo4j and pydantic load lazily: `kg --help` imports this module
+    from collections.abc import Iterable
+
     from pydantic import ValidationError
 
 
@@ -128,6 +130,19 @@ def rejected(exc: ValidationError, what: str) -> QueryRejected:
     errors = validation_errors(exc)
     fields = ", ".join(e["field"] for e in errors)
     return QueryRejected(f"invalid parameters for {what}: {fields}", errors=errors)
+
+
+def only_sent(exc: QueryRejected, sent: Iterable[str], what: str) -> KGError:
+    """``exc`` when it names only fields the caller sent, else an internal error.
+
+    A use case builds most template parameters itself (phrases, texts, ids from a question);
+    one of those out of bounds is kg's fault, so the caller must not be told to fix a field it
+    never sent (``invalid --phrases.0``). Fields compare by name, list positions dropped."""
+    fields = {str(e.get("field", "")).split(".")[0] for e in exc.errors}
+    if fields <= set(sent):
+        return exc
+    names = ", ".join(sorted(fields - set(sent)))
+    return KGError(f"{what} built parameters out of bounds ({names}): a bug in kg, please report")
 
 
 def translate(exc: BaseException, what: str) -> KGError:

@@ -145,6 +145,27 @@ class LLMSettings(BaseModel):
     max_tokens: int | None = Field(
         None, ge=0, description="Stop an extraction run after this many tokens."
     )
+    max_output_tokens: int | None = Field(
+        4096,
+        ge=16,
+        le=1_000_000,
+        description="`max_tokens` sent with every chat call: the longest answer asked for. "
+        "`off` sends none (for endpoints that refuse the parameter); the byte bound still holds.",
+    )
+    max_response_bytes: int = Field(
+        2_000_000,
+        ge=10_000,
+        le=1_000_000_000,
+        description="Longest LLM answer read, in bytes; a longer one fails the call unread "
+        "(a 50 MB answer must not grow the process).",
+    )
+
+    @field_validator("max_output_tokens", mode="before")
+    @classmethod
+    def _output_tokens_off(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("", "off", "none"):
+            return None
+        return value
 
 
 class LLMOverride(BaseModel):
@@ -416,6 +437,13 @@ class SearchSettings(BaseModel):
         "(the `translate` section, then `answer`'s endpoint and budget) before the text, dense "
         "and linking signals; "
         'docs/search.md, "Languages".',
+    )
+    translate_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        le=600,
+        description="Longest wait for a question's translation (re-asks included); past it the "
+        "search runs on the question alone and says so in `translation_error`.",
     )
     asked_type_boost: float = Field(
         2.0,

@@ -33,6 +33,12 @@ MAX_ID_CHARS = 256
 MAX_IDS = 200
 MAX_ROWS = 10_000
 MAX_EMBEDDING_DIM = 8192
+#: Longest text one fulltext query takes (only its first 64 words are searched: kg.cypher.lucene).
+#: Texts kg builds from a question (with its translations and names) are cut to it, never refused.
+MAX_TEXT_CHARS = 4000
+#: Longest phrase the router's ``name_links`` looks up (a name is at most 300 characters, and a
+#: phrase past this length is a run of letters no name equals).
+MAX_PHRASE_CHARS = 200
 
 
 def _no_nul(value: str) -> str:
@@ -254,7 +260,7 @@ class EntitySeedsParams(TemplateParams):
     """
 
     embedding: Embedding | None = None
-    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)] = ""
+    text: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)] = ""
     k: int = Field(20, ge=1, le=500)
 
     def cypher_params(self) -> dict[str, Any]:
@@ -277,8 +283,6 @@ class ChunksByVectorParams(TemplateParams):
         }
 
 
-#: Longest text one fulltext query takes (only its first 64 words are searched: kg.cypher.lucene).
-MAX_TEXT_CHARS = 4000
 _LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
 #: Fuzzy terms are costly (each expands to up to 50 index terms): few, and plain words only.
 MAX_FUZZY_WORDS = 32
@@ -370,8 +374,8 @@ class NameLinksParams(TemplateParams):
     """The router: entities whose name or alias contains a phrase of the question (fulltext,
     each phrase escaped and quoted here, so Lucene syntax in a question is searched for)."""
 
-    phrases: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
-        min_length=1, max_length=64
+    phrases: list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_PHRASE_CHARS)]] = (
+        Field(min_length=1, max_length=64)
     )
     per_phrase: int = Field(5, ge=1, le=50)
     limit: int = Field(100, ge=1, le=500)

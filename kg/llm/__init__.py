@@ -7,7 +7,9 @@
 - :mod:`kg.llm.factory`: the one place a client is built (:func:`open_llm`);
 - :mod:`kg.llm.ask`: one budgeted request, for answers, questions and translation;
 - :mod:`kg.llm.instructor_llm`: the openai + instructor implementation, the only module that
-  imports them, and only once a client is built.
+  imports them, and only once a client is built;
+- :mod:`kg.llm.bounded`: what it accepts from an endpoint (answers of at most
+  ``llm.max_response_bytes``, tokens counted from the texts), imported with it.
 """
 
 from kg.llm.ask import LLMEndpoint, LLMUsage, ReaskFailed, ask

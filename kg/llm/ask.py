@@ -27,6 +27,7 @@ from kg.llm.protocol import (
     LLMUnusableOutput,
     Reask,
     TokenUsage,
+    current_meter,
 )
 
 __all__ = ["LLMEndpoint", "LLMUsage", "ReaskFailed", "ask"]
@@ -69,7 +70,10 @@ class _Meter:
         if max_calls is not None and self.usage.calls >= max_calls:
             self.budget_hit = f"the request's budget of {self.endpoint.max_calls} LLM calls"
             return False
-        if max_tokens is not None and self.usage.total_tokens >= max_tokens:
+        # Before a re-ask, the call in progress has spent tokens too (kg's count of them).
+        live = current_meter()
+        spent = self.usage.total_tokens + (live.usage().total_tokens if live else 0)
+        if max_tokens is not None and spent >= max_tokens:
             self.budget_hit = f"the request's budget of {self.endpoint.max_tokens} tokens"
             return False
         self.usage.calls += 1

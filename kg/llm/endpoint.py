@@ -36,6 +36,8 @@ class Endpoint:
     concurrency: int
     max_calls: int | None
     max_tokens: int | None
+    max_output_tokens: int | None = 4096  # the llm section's defaults
+    max_response_bytes: int = 2_000_000
 
     @classmethod
     def from_settings(cls, settings: Settings, use: LLMUse = "answer") -> Endpoint:
@@ -76,6 +78,10 @@ def _build(use: str, sections: Sequence[BaseModel]) -> Endpoint:
         concurrency=_pick(sections, "concurrency"),
         max_calls=_pick(sections, "max_calls"),
         max_tokens=_pick(sections, "max_tokens"),
+        # only the shared section (always last) sets these: what any endpoint may send back;
+        # its None means "send no max_tokens", so it is read, not picked
+        max_output_tokens=getattr(sections[-1], "max_output_tokens", None),
+        max_response_bytes=_pick(sections, "max_response_bytes"),
     )
 
 

@@ -13,8 +13,9 @@ import instructor
 import openai
 from instructor.core import InstructorError, InstructorRetryException
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_not_exception_type
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
+from kg.llm.bounded import BoundedAsyncTransport, BoundedTransport, ResponseTooLarge, proxy_for
 from kg.llm.endpoint import Endpoint
 from kg.llm.protocol import (
     EmbeddingsReply,
@@ -25,6 +26,7 @@ from kg.llm.protocol import (
     Reask,
     Reply,
     TokenUsage,
+    metering,
 )
 
 __all__ = ["InstructorLLM", "OpenAIEmbeddings", "SyncInstructorLLM"]
@@ -58,6 +60,43 @@ def _stop(reask: Reask) -> Any:
     return stop
 
 
+def _reaskable(exc: BaseException) -> bool:
+    """Re-ask after a parse or validation failure only: never after an HTTP error (the
+    caller's backoff decides), and never after a cancellation (a deadline or a client that
+    went away must end the call, not start another)."""
+    return isinstance(exc, Exception) and not isinstance(exc, openai.APIError)
+
+
+def _call_options(endpoint: Endpoint) -> dict[str, Any]:
+    """What every chat call sends besides the messages: the answer's length bound."""
+    if endpoint.max_output_tokens is None:
+        return {}
+    return {"max_tokens": endpoint.max_output_tokens}
+
+
+def _client_options(endpoint: Endpoint) -> dict[str, Any]:
+    """The openai client's bounds: one attempt per call, answers read through the bounded
+    transport (kg.llm.bounded), in no content encoding."""
+    return {
+        "base_url": endpoint.base_url,
+        "api_key": endpoint.api_key.get_secret_value(),
+        "timeout": endpoint.timeout_s,
+        "max_retries": 0,
+        "default_headers": {"Accept-Encoding": "identity"},
+    }
+
+
+def _too_large(exc: BaseException) -> ResponseTooLarge | None:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, ResponseTooLarge):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _retry_after(exc: BaseException) -> float | None:
     if isinstance(exc, openai.APIStatusError):
         value = exc.response.headers.get("retry-after")
@@ -69,6 +108,11 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
+    too_large = _too_large(exc)
+    if too_large is not None:
+        reason = str(too_large)
+        brief = f"answer larger than {too_large.limit} bytes (llm.max_response_bytes)"
+        return LLMEndpointError(reason, detail=reason, brief=brief, plain=reason, **kwargs)
     if isinstance(exc, openai.APITimeoutError):
         detail = brief = "timeout"
     elif isinstance(exc, openai.APIStatusError):
@@ -93,10 +137,9 @@ def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
     )
 
 
-def _translate(exc: Exception) -> LLMCallError:
-    """An openai or instructor exception as the seam's error."""
+def _translate(exc: Exception, usage: TokenUsage) -> LLMCallError:
+    """An openai or instructor exception as the seam's error, with the tokens kg counted."""
     if isinstance(exc, InstructorRetryException):
-        usage = TokenUsage.of(exc.total_usage)
         cause = exc.__cause__
         if isinstance(cause, openai.OpenAIError):
             return _endpoint_error(cause, usage=usage, n_attempts=exc.n_attempts)
@@ -109,8 +152,10 @@ def _translate(exc: Exception) -> LLMCallError:
             plain=f"{type(exc).__name__}: {exc}",
         )
     if isinstance(exc, openai.OpenAIError):
-        return _endpoint_error(exc, retried=False)
-    return LLMUnusableOutput(str(exc), retried=False, plain=f"{type(exc).__name__}: {exc}")
+        return _endpoint_error(exc, retried=False, usage=usage)
+    return LLMUnusableOutput(
+        str(exc), retried=False, usage=usage, plain=f"{type(exc).__name__}: {exc}"
+    )
 
 
 class InstructorLLM:
@@ -126,11 +171,13 @@ class InstructorLLM:
 
     async def __aenter__(self) -> InstructorLLM:
         mode = _mode(self.endpoint)
+        endpoint = self.endpoint
+        transport = BoundedAsyncTransport(
+            endpoint.max_response_bytes, endpoint.timeout_s, proxy_for(endpoint.base_url)
+        )
         self._raw = openai.AsyncOpenAI(
-            base_url=self.endpoint.base_url,
-            api_key=self.endpoint.api_key.get_secret_value(),
-            timeout=self.endpoint.timeout_s,
-            max_retries=0,
+            **_client_options(endpoint),
+            http_client=openai.DefaultAsyncHttpxClient(transport=transport),
         )
         self._client = instructor.from_openai(self._raw, mode=mode)
         return self
@@ -155,23 +202,23 @@ class InstructorLLM:
             reask
             if isinstance(reask, int)
             else AsyncRetrying(
-                stop=_stop(reask),
-                retry=retry_if_not_exception_type((openai.APIError,)),
-                reraise=True,
+                stop=_stop(reask), retry=retry_if_exception(_reaskable), reraise=True
             )
         )
-        try:
-            value, completion = await self._client.chat.completions.create_with_completion(
-                model=self.endpoint.model,
-                messages=list(messages),  # type: ignore[arg-type]
-                response_model=response_model,
-                max_retries=retries,
-                context=dict(context) if context is not None else None,
-                temperature=self.endpoint.temperature if temperature is None else temperature,
-            )
-        except (InstructorError, openai.OpenAIError) as exc:
-            raise _translate(exc) from exc
-        return Reply(value, TokenUsage.of(getattr(completion, "usage", None)))
+        with metering() as meter:
+            try:
+                value, _completion = await self._client.chat.completions.create_with_completion(
+                    model=self.endpoint.model,
+                    messages=list(messages),  # type: ignore[arg-type]
+                    response_model=response_model,
+                    max_retries=retries,
+                    context=dict(context) if context is not None else None,
+                    temperature=self.endpoint.temperature if temperature is None else temperature,
+                    **_call_options(self.endpoint),
+                )
+            except (InstructorError, openai.OpenAIError) as exc:
+                raise _translate(exc, meter.usage()) from exc
+        return Reply(value, meter.usage())
 
 
 class SyncInstructorLLM:
@@ -184,11 +231,13 @@ class SyncInstructorLLM:
     def _get_client(self) -> instructor.Instructor:
         if self._client is None:
             mode = _mode(self.endpoint)
+            endpoint = self.endpoint
+            transport = BoundedTransport(
+                endpoint.max_response_bytes, endpoint.timeout_s, proxy_for(endpoint.base_url)
+            )
             raw = openai.OpenAI(
-                base_url=self.endpoint.base_url,
-                api_key=self.endpoint.api_key.get_secret_value(),
-                timeout=self.endpoint.timeout_s,
-                max_retries=0,
+                **_client_options(endpoint),
+                http_client=openai.DefaultHttpxClient(transport=transport),
             )
             self._client = instructor.from_openai(raw, mode=mode)
         return self._client
@@ -206,24 +255,22 @@ class SyncInstructorLLM:
         retries: int | Retrying = (
             reask
             if isinstance(reask, int)
-            else Retrying(
-                stop=_stop(reask),
-                retry=retry_if_not_exception_type((openai.APIError,)),
-                reraise=True,
-            )
+            else Retrying(stop=_stop(reask), retry=retry_if_exception(_reaskable), reraise=True)
         )
-        try:
-            value, completion = client.chat.completions.create_with_completion(
-                model=self.endpoint.model,
-                messages=list(messages),  # type: ignore[arg-type]
-                response_model=response_model,
-                max_retries=retries,
-                context=dict(context) if context is not None else None,
-                temperature=self.endpoint.temperature if temperature is None else temperature,
-            )
-        except (InstructorError, openai.OpenAIError) as exc:
-            raise _translate(exc) from exc
-        return Reply(value, TokenUsage.of(getattr(completion, "usage", None)))
+        with metering() as meter:
+            try:
+                value, _completion = client.chat.completions.create_with_completion(
+                    model=self.endpoint.model,
+                    messages=list(messages),  # type: ignore[arg-type]
+                    response_model=response_model,
+                    max_retries=retries,
+                    context=dict(context) if context is not None else None,
+                    temperature=self.endpoint.temperature if temperature is None else temperature,
+                    **_call_options(self.endpoint),
+                )
+            except (InstructorError, openai.OpenAIError) as exc:
+                raise _translate(exc, meter.usage()) from exc
+        return Reply(value, meter.usage())
 
 
 class OpenAIEmbeddings:

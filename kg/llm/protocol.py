@@ -13,6 +13,7 @@ All three are :class:`~kg.errors.ExtractionError` and carry the tokens the call 
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
@@ -41,7 +42,8 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """Tokens one call (re-asks included) spent, as the endpoint reported them."""
+    """Tokens one call (re-asks included) spent, as kg counted them (:mod:`kg.llm.bounded`:
+    the endpoint's report only where it agrees with the texts' length)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -55,6 +57,45 @@ class TokenUsage:
             int(getattr(raw, "completion_tokens", 0) or 0),
             int(getattr(raw, "total_tokens", 0) or 0),
         )
+
+
+@dataclass
+class CallMeter:
+    """Tokens of one structured call, re-asks included, as kg counted them."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    exchanges: int = 0
+
+    def usage(self) -> TokenUsage:
+        total = self.prompt_tokens + self.completion_tokens
+        return TokenUsage(self.prompt_tokens, self.completion_tokens, total)
+
+
+_CALL_METER: contextvars.ContextVar[CallMeter | None] = contextvars.ContextVar(
+    "kg_llm_meter", default=None
+)
+
+
+class metering:
+    """``with metering() as meter:`` counts the chat exchanges made inside the block."""
+
+    def __init__(self) -> None:
+        self.meter = CallMeter()
+        self._token: contextvars.Token[CallMeter | None] | None = None
+
+    def __enter__(self) -> CallMeter:
+        self._token = _CALL_METER.set(self.meter)
+        return self.meter
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _CALL_METER.reset(self._token)
+
+
+def current_meter() -> CallMeter | None:
+    """The meter of the structured call running in this task or thread, if any."""
+    return _CALL_METER.get()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkabl
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -112,14 +113,36 @@ class ChunkHit(BaseModel):
     score: float
 
 
+#: Names one translation may list, and the longest name kept.
+MAX_TRANSLATED_NAMES = 20
+MAX_TRANSLATED_NAME_CHARS = 200
+
+
+def _cut_translation(value: Any) -> Any:
+    """A faithful translation may be longer than its question: it is cut, never refused (only
+    a question's first words are searched anyway), so a verbose translator costs no re-ask."""
+    return value[:MAX_QUERY_CHARS] if isinstance(value, str) else value
+
+
+def _few_names(value: Any) -> Any:
+    """At most ``MAX_TRANSLATED_NAMES`` names; a longer "name" than any stored one is dropped."""
+    if not isinstance(value, list):
+        return value
+    kept = [v for v in value if not (isinstance(v, str) and len(v) > MAX_TRANSLATED_NAME_CHARS)]
+    return kept[:MAX_TRANSLATED_NAMES]
+
+
 class TranslatedQuestion(BaseModel):
     """The question in one language, with the names it mentions as written in that language."""
 
     language: LanguageCode
-    text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    entities: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = Field(
-        default_factory=list, max_length=20
+    text: Annotated[str, BeforeValidator(_cut_translation)] = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS
     )
+    entities: Annotated[
+        list[Annotated[str, StringConstraints(min_length=1, max_length=MAX_TRANSLATED_NAME_CHARS)]],
+        BeforeValidator(_few_names),
+    ] = Field(default_factory=list, max_length=MAX_TRANSLATED_NAMES)
 
 
 class QuestionTranslation(BaseModel):

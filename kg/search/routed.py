@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from kg.errors import QueryRejected, only_sent
 from kg.llm import LLMCallError, open_llm
 from kg.search.global_models import (
     MAX_GLOBAL_LIMIT,
@@ -51,10 +52,13 @@ class Searcher(Protocol):
 
 async def link(searcher: Searcher, question: str) -> list[str]:
     """Entities (canonical names) whose name or an alias occurs in the question as words."""
-    grams = phrases(question)
+    grams = phrases(question)  # bounded: every phrase fits the template
     if not grams:
         return []
-    result = await searcher.run_template("name_links", {"phrases": grams})
+    try:
+        result = await searcher.run_template("name_links", {"phrases": grams})
+    except QueryRejected as exc:
+        raise only_sent(exc, RoutedRequest.model_fields, "routed search") from exc
     canonical: dict[str, str] = {}
     for row in result.rows:
         for form in [row["name"], *row.get("aliases", [])]:

@@ -24,6 +24,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kg.cypher.params import MAX_PHRASE_CHARS
+from kg.words import MAX_WORD_CHARS
+
 __all__ = ["STOP_WORDS", "Route", "RoutedMode", "phrases", "route", "words"]
 
 _WORD = re.compile(r"\w+")
@@ -77,7 +80,12 @@ def words(text: str) -> list[str]:
 
 
 def phrases(question: str) -> list[str]:
-    """Word n-grams (1..4) of the question, as the linker looks them up; bounded."""
+    """Word n-grams (1..4) of the question, as the linker looks them up; bounded.
+
+    A run of more than ``MAX_WORD_CHARS`` letters (a Chinese or Japanese sentence is one
+    ``\\w+`` run, so is a URL's path) is part of no phrase, and a phrase is at most
+    ``MAX_PHRASE_CHARS`` long: no name is made of such words, and the ``name_links`` template
+    takes no longer phrase. The question is never refused for them."""
     tokens = words(question)
     out: list[str] = []
     seen: set[str] = set()
@@ -86,7 +94,11 @@ def phrases(question: str) -> list[str]:
             gram = tokens[start : start + size]
             if all(t in STOP_WORDS for t in gram) or (size == 1 and len(gram[0]) < 3):
                 continue
+            if any(len(t) > MAX_WORD_CHARS for t in gram):
+                continue
             text = " ".join(gram)
+            if len(text) > MAX_PHRASE_CHARS:
+                continue
             if text not in seen:
                 seen.add(text)
                 out.append(text)

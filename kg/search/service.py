@@ -34,11 +34,12 @@ from datetime import date, datetime
 from typing import Any
 
 from neo4j import AsyncDriver
+from pydantic import ValidationError
 
 from kg.cypher.guard import Guard
-from kg.cypher.params import NoParams
+from kg.cypher.params import MAX_TEXT_CHARS, NoParams
 from kg.cypher.templates import REGISTRY, Registry
-from kg.errors import KGError, QueryRejected
+from kg.errors import KGError, QueryRejected, only_sent
 from kg.languages import LANGUAGES, LanguageCode, detect
 from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
@@ -176,13 +177,20 @@ class SearchService:
         query = SignalQuery(
             request=req,
             k=n,
-            translations={code: " ".join([t.text, *t.entities]) for code, t in translated.items()},
+            # a translation with its names is cut to what one fulltext query takes
+            translations={
+                code: " ".join([t.text, *t.entities])[:MAX_TEXT_CHARS]
+                for code, t in translated.items()
+            },
         )
         # hybrid runs every registered signal; any other mode the signal of its name.
         names = list(self._signals) if req.mode == "hybrid" else [req.mode]
-        done: dict[str, SignalResult] = await _all(
-            {name: self._signals[name].search(query) for name in names}
-        )
+        try:
+            done: dict[str, SignalResult] = await _all(
+                {name: self._signals[name].search(query) for name in names}
+            )
+        except QueryRejected as exc:
+            raise only_sent(exc, SearchRequest.model_fields, "local search") from exc
         ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
         if req.mode == "hybrid":
             weights = dict(self._search.fusion_weights)
@@ -211,16 +219,21 @@ class SearchService:
     ) -> tuple[dict[LanguageCode, TranslatedQuestion], str | None]:
         """The question in the corpus's other languages (kg.search.translate); nothing when
         ``search.translate`` is off or the corpus is all in the question's language. A failing
-        LLM is reported, not raised: the search runs on the question alone."""
+        or slow LLM is reported, not raised: past ``search.translate_timeout_s`` the search
+        runs on the question alone."""
         if self._translator is None:
             return {}, None
         own = detect(query)
         targets = [code for code in await self._corpus_languages() if code != own]
         if not targets:
             return {}, None
+        deadline = self._search.translate_timeout_s
         try:
-            found, _usage = await self._translator.translate(query, targets)
-        except KGError as exc:  # the endpoint's message names no secret (kg.llm)
+            async with asyncio.timeout(deadline):
+                found, _usage = await self._translator.translate(query, targets)
+        except TimeoutError:
+            return {}, f"translation took longer than {deadline:g} s (search.translate_timeout_s)"
+        except (KGError, ValidationError) as exc:  # the endpoint's message names no secret
             return {}, str(exc)[:400]
         return found, None
 

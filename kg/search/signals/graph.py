@@ -18,6 +18,7 @@ from typing import Any
 
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import (
+    MAX_TEXT_CHARS,
     EntityLinksParams,
     EntitySeedsParams,
     EvidenceChunksParams,
@@ -106,8 +107,11 @@ class GraphSignal:
         if embedding is None and not escape_lucene(query):
             return {}
         k = self._search.seeds * CANDIDATES_PER_SEED
+        # The question with its translations and their names may outgrow what the template
+        # takes; only its first 64 words are searched anyway (kg.cypher.lucene).
+        text = query[:MAX_TEXT_CHARS]
         result = await self._guard.run(
-            "entity_seeds", EntitySeedsParams.model_construct(embedding=embedding, text=query, k=k)
+            "entity_seeds", EntitySeedsParams.model_construct(embedding=embedding, text=text, k=k)
         )
         row = result.rows[0] if result.rows else {"vector": [], "fulltext": []}
         info: dict[str, Mapping[str, Any]] = {}
