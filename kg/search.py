@@ -40,6 +40,7 @@ from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import ConfigError, KGError, NotFoundError, QueryRejected
 from kg.graph.meta import check_current_async
 from kg.languages import LANGUAGES, LanguageCode, detect, index_weights
+from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.resolve.normalize import transliterate
@@ -573,8 +574,8 @@ class SearchService:
             errors.append(
                 {"field": "query", "reason": f"at most {self._search.max_query_chars} characters"}
             )
-        if "\x00" in req.query:
-            errors.append({"field": "query", "reason": "must not contain NUL characters"})
+        if has_nul(req.query):
+            errors.append({"field": "query", "reason": NO_NUL})
         if req.depth not in DEPTHS:
             errors.append({"field": "depth", "reason": "must be 1, 2 or 3"})
         if not 1 <= req.limit <= self._search.max_limit:

@@ -24,6 +24,7 @@ from pydantic import (
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
+from kg.models import no_nul
 from kg.search_models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
 from kg.words import MAX_WORD_CHARS
 
@@ -33,12 +34,6 @@ MAX_ID_CHARS = 256
 MAX_IDS = 200
 MAX_ROWS = 10_000
 MAX_EMBEDDING_DIM = 8192
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
 
 
 #: Keys of the validation context that carry the vector indexes' dimensions (the guard sets
@@ -78,7 +73,7 @@ def _check_vector(values: list[float], info: ValidationInfo, key: str, index: st
 
 
 EntityId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)
+    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(no_nul)
 ]
 Embedding = Annotated[
     list[float],
@@ -254,7 +249,7 @@ class EntitySeedsParams(TemplateParams):
     """
 
     embedding: Embedding | None = None
-    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(_no_nul)] = ""
+    text: Annotated[str, StringConstraints(max_length=4000), AfterValidator(no_nul)] = ""
     k: int = Field(20, ge=1, le=500)
 
     def cypher_params(self) -> dict[str, Any]:
@@ -279,7 +274,7 @@ class ChunksByVectorParams(TemplateParams):
 
 #: Longest text one fulltext query takes (only its first 64 words are searched: kg.cypher.lucene).
 MAX_TEXT_CHARS = 4000
-_LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+_LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(no_nul)]
 #: Fuzzy terms are costly (each expands to up to 50 index terms): few, and plain words only.
 MAX_FUZZY_WORDS = 32
 _FuzzyWord = Annotated[str, StringConstraints(min_length=4, max_length=40, pattern=r"^\w+$")]
