@@ -16,8 +16,8 @@ from cyclopts import Parameter
 from rich.console import Console
 
 from cli.ingest_cmd import summary_table
+from cli.local_search import print_local, run_local
 from cli.progress import RichProgress
-from cli.search_cmd import _print, _search
 from kg import (
     AsyncKnowledgeGraph,
     ConfigError,
@@ -65,8 +65,8 @@ def example(
         f'(kg communities build; try kg search "What are the main parts of the platform?")'
     )
     console.print(f"\n[bold]kg search[/] {question!r}")
-    response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
-    _print(response)
+    response = asyncio.run(run_local(settings, SearchRequest(query=question, depth=3, limit=10)))
+    print_local(response)
     # The server just started: plan every template and run a few searches now, so the user's
     # next `kg search` is not 4x slower than the one after it (docs/benchmarks.md).
     with console.status("warming the server for your next searches..."):

@@ -13,6 +13,7 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
+from cli.output import run_and_print
 from kg import AsyncKnowledgeGraph, QueryRejected, Settings
 from kg.nlquery import QueryResponse
 
@@ -41,18 +42,19 @@ def query(
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
-    try:
-        response = asyncio.run(_query(Settings(), question))
-    except QueryRejected as exc:
-        err_console.print(f"[bold red]rejected:[/] {exc}", highlight=False)
-        for error in exc.errors:
-            err_console.print(f"  {error['field']}: {error['reason']}", highlight=False)
-        return EXIT_INVALID
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-    else:
-        _print(response)
-    return 0
+    return run_and_print(
+        lambda: asyncio.run(_query(Settings(), question)),
+        json_output=json_output,
+        show=_print,
+        invalid=_rejected,
+    )
+
+
+def _rejected(exc: QueryRejected) -> int:
+    err_console.print(f"[bold red]rejected:[/] {exc}", highlight=False)
+    for error in exc.errors:
+        err_console.print(f"  {error['field']}: {error['reason']}", highlight=False)
+    return EXIT_INVALID
 
 
 async def _query(settings: Settings, question: str) -> QueryResponse:

@@ -12,15 +12,13 @@ import asyncio
 from typing import Annotated
 
 from cyclopts import Parameter
-from pydantic import ValidationError
 from rich.console import Console
-from rich.table import Table
 
-from kg import AsyncKnowledgeGraph, QueryRejected, SearchRequest, SearchResponse, Settings
-from kg.errors import validation_errors
+from cli.local_search import print_local, run_local
+from cli.output import run_and_print, validated
+from kg import QueryRejected, SearchRequest, SearchResponse, Settings
 from kg.search_models import Mode
 
-console = Console()
 err_console = Console(stderr=True)
 
 EXIT_INVALID = 2
@@ -73,26 +71,16 @@ def search(
         "as_of": as_of,
         "relation_types": relation_type,
     }
-    try:
-        request = SearchRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(validation_errors(exc))
-    settings = Settings()
-    try:
-        response = asyncio.run(_search(settings, request))
-    except QueryRejected as exc:
-        return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-    else:
-        _print(response)
-    return 0
+
+    def run() -> SearchResponse:
+        request = validated(SearchRequest, raw, "search")
+        return asyncio.run(run_local(Settings(), request))
+
+    return run_and_print(run, json_output=json_output, show=print_local, invalid=_rejected)
 
 
-async def _search(settings: Settings, request: SearchRequest) -> SearchResponse:
-    async with AsyncKnowledgeGraph(settings) as graph:
-        await graph.check_model()
-        return await graph.search_request(request)
+def _rejected(exc: QueryRejected) -> int:
+    return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
 
 
 def _invalid(errors: list[dict[str, str]]) -> int:
@@ -103,35 +91,3 @@ def _invalid(errors: list[dict[str, str]]) -> int:
             name = "query"
         err_console.print(f"[bold red]invalid {name}:[/] {error['reason']}", highlight=False)
     return EXIT_INVALID
-
-
-def _print(response: SearchResponse) -> None:
-    if not (response.entities or response.relations or response.chunks):
-        console.print("nothing found")
-        return
-    if response.entities:
-        table = Table(title="Entities", title_justify="left")
-        for column in ("score", "hops", "name", "type", "id"):
-            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
-        for e in response.entities:
-            table.add_row(f"{e.score:.3f}", str(e.hops), e.name, e.type, e.id)
-        console.print(table)
-    if response.relations:
-        table = Table(title="Relations", title_justify="left")
-        for column in ("score", "hops", "source", "type", "target", "valid"):
-            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
-        for r in response.relations:
-            valid = f"{(r.valid_from or '')[:10]}..{(r.valid_to or '')[:10]}"
-            table.add_row(
-                f"{r.score:.3f}", str(r.hops), r.source_name, r.type, r.target_name, valid
-            )
-        console.print(table)
-    if response.chunks:
-        table = Table(title="Sources", title_justify="left")
-        for column in ("score", "document", "text"):
-            table.add_column(column, justify="right" if column == "score" else "left")
-        for c in response.chunks:
-            text = " ".join(c.text.split())
-            table.add_row(f"{c.score:.3f}", c.document_path, text[:160])
-        console.print(table)
-    console.print(f"[dim]{response.template}, {response.took_ms:.0f} ms[/]")
