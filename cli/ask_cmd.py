@@ -12,7 +12,7 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
-from cli.output import inert, labelled
+from cli.output import inert, labelled, run_and_print, validated
 from kg import (
     AnswerMode,
     AnswerRequest,
@@ -59,32 +59,18 @@ def ask(
         Print the response as JSON (the REST endpoint's body).
     """
     raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit}
-    try:
-        response = asyncio.run(_ask(Settings(), raw))
-    except QueryRejected as exc:
-        return _invalid(exc)
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-    else:
-        _print(response)
-    return 0
+    return run_and_print(
+        lambda: asyncio.run(_ask(Settings(), raw)),
+        json_output=json_output,
+        show=_print,
+        invalid=_invalid,
+    )
 
 
 async def _ask(settings: Settings, raw: dict[str, object]) -> AnswerResponse:
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
-        return await graph.answer_request(_request(raw))
-
-
-def _request(raw: dict[str, object]) -> AnswerRequest:
-    from pydantic import ValidationError
-
-    from kg.errors import rejected
-
-    try:
-        return AnswerRequest.model_validate(raw)
-    except ValidationError as exc:
-        raise rejected(exc, "ask") from exc
+        return await graph.answer_request(validated(AnswerRequest, raw, "ask"))
 
 
 def _invalid(exc: QueryRejected) -> int:

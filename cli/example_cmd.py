@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 from cli.ingest_cmd import summary_table
+from cli.local_search import print_local, run_local
 from cli.output import inert
 from cli.progress import RichProgress
-from cli.search_cmd import _print, _search
 from kg import (
     AsyncKnowledgeGraph,
     ConfigError,
@@ -67,8 +67,8 @@ def example(
         f'(kg communities build; try kg search "What are the main parts of the platform?")'
     )
     console.print(Text.assemble("\n", ("kg search", "bold"), " ", inert(repr(question))))
-    response = asyncio.run(_search(settings, SearchRequest(query=question, depth=3, limit=10)))
-    _print(response)
+    response = asyncio.run(run_local(settings, SearchRequest(query=question, depth=3, limit=10)))
+    print_local(response)
     # The server just started: plan every template and run a few searches now, so the user's
     # next `kg search` is not 4x slower than the one after it (docs/benchmarks.md).
     with console.status("warming the server for your next searches..."):

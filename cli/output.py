@@ -21,10 +21,13 @@ import logging
 import re
 import sys
 import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
 from rich.text import Text
 
+from kg.errors import QueryRejected
 from kg.redact import RedactFilter, env_secrets, install_redaction, scrub, settings_secrets
 
 _HANDLER_NAME = "kg-cli"
@@ -54,6 +57,12 @@ def inert(value: object, style: str = "", *, lines: bool = False) -> Text:
     """
     pattern = _UNSAFE_IN_LINES if lines else _UNSAFE
     return Text(pattern.sub(_escaped, str(value)), style=style)
+
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -124,3 +133,38 @@ def print_crash(exc: BaseException) -> None:
     text = "".join(traceback.format_exception(exc))
     sys.stderr.write(scrub(text, secrets()))
     sys.stderr.write("error: kg stopped on an unexpected error (above); please report it\n")
+
+
+def run_and_print(
+    run: Callable[[], M],
+    *,
+    json_output: bool,
+    show: Callable[[M], None],
+    invalid: Callable[[QueryRejected], int],
+) -> int:
+    """The shape of every question command: run it, print JSON or a view; a rejection exits 2.
+
+    ``run`` validates the request (:func:`validated`) and calls the library surface; ``--json``
+    prints exactly the body REST returns for the same request.
+    """
+    try:
+        response = run()
+    except QueryRejected as exc:
+        return invalid(exc)
+    if json_output:
+        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
+    else:
+        show(response)
+    return 0
+
+
+def validated(model: type[M], raw: dict[str, object], what: str) -> M:
+    """``raw`` as ``model``, or the :class:`QueryRejected` REST would answer with."""
+    from pydantic import ValidationError
+
+    from kg.errors import rejected
+
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise rejected(exc, what) from exc

@@ -14,7 +14,7 @@ from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
-from cli.output import inert, labelled
+from cli.output import inert, labelled, run_and_print
 from kg import AsyncKnowledgeGraph, QueryRejected, QueryResponse, Settings
 
 console = Console()
@@ -32,7 +32,7 @@ def query(
 ) -> int:
     """Run a question as one of the read-only templates; the LLM never writes Cypher.
 
-    Uses the LLM of KG_ANSWER__* (unset fields: KG_LLM__*). A question no template fits
+    Uses the LLM of KG_ANSWER__* (unset fields: KG_EXTRACT__*). A question no template fits
     exits with 2 and the list of templates.
 
     Parameters
@@ -42,18 +42,19 @@ def query(
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
-    try:
-        response = asyncio.run(_query(Settings(), question))
-    except QueryRejected as exc:
-        err_console.print(labelled("rejected:", "bold red", exc))
-        for error in exc.errors:
-            err_console.print(Text.assemble("  ", inert(f"{error['field']}: {error['reason']}")))
-        return EXIT_INVALID
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-    else:
-        _print(response)
-    return 0
+    return run_and_print(
+        lambda: asyncio.run(_query(Settings(), question)),
+        json_output=json_output,
+        show=_print,
+        invalid=_rejected,
+    )
+
+
+def _rejected(exc: QueryRejected) -> int:
+    err_console.print(labelled("rejected:", "bold red", exc))
+    for error in exc.errors:
+        err_console.print(Text.assemble("  ", inert(f"{error['field']}: {error['reason']}")))
+    return EXIT_INVALID
 
 
 async def _query(settings: Settings, question: str) -> QueryResponse:

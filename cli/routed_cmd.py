@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from cli.output import inert, labelled
+from cli.local_search import print_local
+from cli.output import inert, labelled, run_and_print, validated
 from kg import (
     AsyncKnowledgeGraph,
     GlobalSearchResponse,
@@ -22,7 +22,6 @@ from kg import (
     RoutedResponse,
     Settings,
 )
-from kg.errors import validation_errors
 
 console = Console()
 err_console = Console(stderr=True)
@@ -42,17 +41,19 @@ def routed(
     """Validate, search through the library surface, print; the exit code."""
     raw = {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
            "relation_types": relation_type}  # fmt: skip
-    try:
-        request = RoutedRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(validation_errors(exc))
-    try:
-        response = asyncio.run(_search(Settings(), request))
-    except QueryRejected as exc:
-        return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-        return 0
+
+    def run() -> RoutedResponse:
+        request = validated(RoutedRequest, raw, "search")
+        return asyncio.run(_search(Settings(), request))
+
+    return run_and_print(run, json_output=json_output, show=_print, invalid=_rejected)
+
+
+def _rejected(exc: QueryRejected) -> int:
+    return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
+
+
+def _print(response: RoutedResponse) -> None:
     console.print(
         Text.assemble(
             ("mode:", "bold"), " ", inert(response.mode), " ", inert(f"({response.reason})", "dim")
@@ -61,10 +62,7 @@ def routed(
     if response.global_search is not None:
         _print_global(response.global_search)
     elif response.local is not None:
-        from cli.search_cmd import _print
-
-        _print(response.local)
-    return 0
+        print_local(response.local)
 
 
 async def _search(settings: Settings, request: RoutedRequest) -> RoutedResponse:

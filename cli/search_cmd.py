@@ -12,22 +12,12 @@ import asyncio
 from typing import Annotated
 
 from cyclopts import Parameter
-from pydantic import ValidationError
 from rich.console import Console
-from rich.table import Table
 
-from cli.output import inert, labelled
-from kg import (
-    AsyncKnowledgeGraph,
-    Mode,
-    QueryRejected,
-    SearchRequest,
-    SearchResponse,
-    Settings,
-)
-from kg.errors import validation_errors
+from cli.local_search import print_local, run_local
+from cli.output import labelled, run_and_print, validated
+from kg import Mode, QueryRejected, SearchRequest, SearchResponse, Settings
 
-console = Console()
 err_console = Console(stderr=True)
 
 EXIT_INVALID = 2
@@ -80,26 +70,16 @@ def search(
         "as_of": as_of,
         "relation_types": relation_type,
     }
-    try:
-        request = SearchRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(validation_errors(exc))
-    settings = Settings()
-    try:
-        response = asyncio.run(_search(settings, request))
-    except QueryRejected as exc:
-        return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
-    if json_output:
-        print(response.model_dump_json())  # noqa: T201 - the machine-readable output
-    else:
-        _print(response)
-    return 0
+
+    def run() -> SearchResponse:
+        request = validated(SearchRequest, raw, "search")
+        return asyncio.run(run_local(Settings(), request))
+
+    return run_and_print(run, json_output=json_output, show=print_local, invalid=_rejected)
 
 
-async def _search(settings: Settings, request: SearchRequest) -> SearchResponse:
-    async with AsyncKnowledgeGraph(settings) as graph:
-        await graph.check_model()
-        return await graph.search_request(request)
+def _rejected(exc: QueryRejected) -> int:
+    return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
 
 
 def _invalid(errors: list[dict[str, str]]) -> int:
@@ -110,40 +90,3 @@ def _invalid(errors: list[dict[str, str]]) -> int:
             name = "query"
         err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
-
-
-def _print(response: SearchResponse) -> None:
-    if not (response.entities or response.relations or response.chunks):
-        console.print("nothing found")
-        return
-    if response.entities:
-        table = Table(title="Entities", title_justify="left")
-        for column in ("score", "hops", "name", "type", "id"):
-            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
-        for e in response.entities:
-            table.add_row(f"{e.score:.3f}", str(e.hops), inert(e.name), inert(e.type), inert(e.id))
-        console.print(table)
-    if response.relations:
-        table = Table(title="Relations", title_justify="left")
-        for column in ("score", "hops", "source", "type", "target", "valid"):
-            table.add_column(column, justify="right" if column in ("score", "hops") else "left")
-        for r in response.relations:
-            valid = f"{(r.valid_from or '')[:10]}..{(r.valid_to or '')[:10]}"
-            table.add_row(
-                f"{r.score:.3f}",
-                str(r.hops),
-                inert(r.source_name),
-                inert(r.type),
-                inert(r.target_name),
-                inert(valid),
-            )
-        console.print(table)
-    if response.chunks:
-        table = Table(title="Sources", title_justify="left")
-        for column in ("score", "document", "text"):
-            table.add_column(column, justify="right" if column == "score" else "left")
-        for c in response.chunks:
-            text = " ".join(c.text.split())
-            table.add_row(f"{c.score:.3f}", inert(c.document_path), inert(text[:160]))
-        console.print(table)
-    console.print(inert(f"{response.template}, {response.took_ms:.0f} ms", "dim"))

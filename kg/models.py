@@ -89,6 +89,21 @@ class MergeRecord:
 RELATION_TYPE_PATTERN = r"[^\W\d_]\w{0,63}"
 RELATION_TYPE_RE = re.compile(RELATION_TYPE_PATTERN)
 
+#: Why text that reaches Neo4j or Lucene from a caller may not hold a NUL: the one rule and reason.
+NO_NUL = "must not contain NUL characters"
+
+
+def has_nul(value: str) -> bool:
+    return "\x00" in value
+
+
+def no_nul(value: str) -> str:
+    """``value`` unchanged, or a ``ValueError`` (for a Pydantic validator) when it holds a NUL."""
+    if has_nul(value):
+        raise ValueError(NO_NUL)
+    return value
+
+
 # The relationship type that stores every predicate without a type of its own (the long tail
 # of open-vocabulary extraction); the fact's predicate is always on the ``predicate`` property.
 GENERIC_RELATION_TYPE = "RELATED"

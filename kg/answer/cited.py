@@ -32,6 +32,7 @@ from pydantic import (
 
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ask
+from kg.models import no_nul
 from kg.search.models import (
     MAX_QUERY_CHARS,
     ChunkHit,
@@ -90,8 +91,7 @@ class AnswerRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _plain(cls, value: str) -> str:
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
+        no_nul(value)
         if not value.strip():
             raise ValueError("must not be blank")
         return value

@@ -35,6 +35,7 @@ from pydantic import (
 from kg.errors import QueryRejected
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ReaskFailed, ask
+from kg.models import no_nul
 from kg.search.models import (
     MAX_QUERY_CHARS,
     MAX_RELATION_FILTERS,
@@ -57,12 +58,6 @@ class TemplateRunner(Protocol):
     async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
 def _known_predicates(values: list[str] | None, info: ValidationInfo) -> list[str] | None:
     context = info.context if isinstance(info.context, dict) else {}
     known = context.get("predicates")
@@ -77,7 +72,7 @@ def _known_predicates(values: list[str] | None, info: ValidationInfo) -> list[st
 EntityName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
-    AfterValidator(_no_nul),
+    AfterValidator(no_nul),
     Field(description="An entity's name as the question says it (not an id)."),
 ]
 Predicates = Annotated[
@@ -241,8 +236,7 @@ class QueryRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _plain(cls, value: str) -> str:
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
+        no_nul(value)
         if not value.strip():
             raise ValueError("must not be blank")
         return value

@@ -19,8 +19,6 @@ import hashlib
 import json
 import logging
 import math
-import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +29,10 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_
 from kg.communities.cluster import member_hash
 from kg.communities.store import ReportContext
 from kg.documents import count_tokens
-from kg.errors import ExtractionError
 from kg.extract.budget import RunBudget, Usage
 from kg.llm import Endpoint, LLMCallError, Reask, StructuredLLM, TokenUsage, llm_client
 from kg.settings import CommunitySettings
+from kg.sqlite_cache import SqliteCache
 
 __all__ = [
     "PROMPT_VERSION",
@@ -161,35 +159,18 @@ def report_key(members: Sequence[str], model: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
+_REPORTS_TABLE = "CREATE TABLE IF NOT EXISTS reports (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
 class ReportCache:
-    """SQLite, opened lazily; values are the report as JSON."""
+    """Reports as JSON in SQLite (:class:`kg.sqlite_cache.SqliteCache`), opened lazily."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            try:
-                if str(self.path) != ":memory:":
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS reports (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-                )
-            except (sqlite3.Error, OSError) as exc:
-                raise ExtractionError(f"cannot open report cache {self.path}: {exc}") from exc
-            self._conn = conn
-        return self._conn
+        self._db = SqliteCache(path, schema=_REPORTS_TABLE, what="report cache")
+        self.path = self._db.path
 
     def get(self, key: str, citable: frozenset[str]) -> CommunityReport | None:
-        with self._lock:
-            row = (
-                self._connection()
-                .execute("SELECT value FROM reports WHERE key = ?", (key,))
-                .fetchone()
-            )
+        row = self._db.fetchone("SELECT value FROM reports WHERE key = ?", (key,))
         if row is None:
             return None
         try:
@@ -199,16 +180,10 @@ class ReportCache:
 
     def put(self, key: str, report: CommunityReport) -> None:
         value = json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
-        with self._lock:
-            conn = self._connection()
-            conn.execute("INSERT OR REPLACE INTO reports VALUES (?, ?)", (key, value))
-            conn.commit()
+        self._db.write("INSERT OR REPLACE INTO reports VALUES (?, ?)", (key, value))
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from pydantic import (
 from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
+from kg.models import no_nul
 from kg.search.models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
 from kg.words import MAX_WORD_CHARS
 
@@ -39,12 +40,6 @@ MAX_TEXT_CHARS = 4000
 #: Longest phrase the router's ``name_links`` looks up (a name is at most 300 characters, and a
 #: phrase past this length is a run of letters no name equals).
 MAX_PHRASE_CHARS = 200
-
-
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
 
 
 #: Keys of the validation context that carry the vector indexes' dimensions (the guard sets
@@ -84,7 +79,7 @@ def _check_vector(values: list[float], info: ValidationInfo, key: str, index: st
 
 
 EntityId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_no_nul)
+    str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(no_nul)
 ]
 Embedding = Annotated[
     list[float],
@@ -260,7 +255,7 @@ class EntitySeedsParams(TemplateParams):
     """
 
     embedding: Embedding | None = None
-    text: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)] = ""
+    text: Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(no_nul)] = ""
     k: int = Field(20, ge=1, le=500)
 
     def cypher_params(self) -> dict[str, Any]:
@@ -283,7 +278,7 @@ class ChunksByVectorParams(TemplateParams):
         }
 
 
-_LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(_no_nul)]
+_LuceneText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS), AfterValidator(no_nul)]
 #: Fuzzy terms are costly (each expands to up to 50 index terms): few, and plain words only.
 MAX_FUZZY_WORDS = 32
 _FuzzyWord = Annotated[str, StringConstraints(min_length=4, max_length=40, pattern=r"^\w+$")]

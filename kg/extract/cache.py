@@ -2,8 +2,9 @@
 
 Keyed by the chunk's sha256, the model, ``PROMPT_VERSION``, ``SCHEMA_VERSION`` and the
 ontology's fingerprint; values are the result as JSON (never pickle: a cache file must not be
-able to run code). One connection guarded by a lock; async callers go through a worker thread
-so the event loop never blocks on disk.
+able to run code). The file is :class:`kg.sqlite_cache.SqliteCache` (one connection under a
+lock, private on disk); async callers go through a worker thread so the event loop never
+blocks on disk.
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ import asyncio
 import hashlib
 import json
 import sqlite3
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
 from pydantic import ValidationError
 
-from kg.errors import ExtractionError
 from kg.extract.ontology import Ontology
 from kg.extract.prompts import PROMPT_VERSION, SCHEMA_VERSION
 from kg.extract.schema import ExtractionResult
+from kg.sqlite_cache import SqliteCache
 
 __all__ = ["ExtractionCache", "cache_key"]
 
@@ -50,32 +50,18 @@ class ExtractionCache:
     """Opens its file lazily (constructors do no I/O); use ``close()`` or ``with``."""
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._db = SqliteCache(path, schema=_SCHEMA, what="extraction cache")
+        self.path = self._db.path
 
     def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            try:
-                if str(self.path) != ":memory:":
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(
-                    str(self.path), check_same_thread=False, isolation_level=None, timeout=30
-                )
-                if str(self.path) != ":memory:":
-                    conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(_SCHEMA)
-            except (sqlite3.Error, OSError) as exc:
-                raise ExtractionError(f"cannot open extraction cache {self.path}: {exc}") from exc
-            self._conn = conn
-        return self._conn
+        return self._db.connection()
 
     def get(
         self, chunk_sha256: str, model: str, ontology: Ontology | None = None
     ) -> ExtractionResult | None:
         """The cached result, or None (a row that no longer validates counts as a miss)."""
         key = cache_key(chunk_sha256, model, ontology)
-        row = self._fetch("SELECT value FROM extractions WHERE key = ?", key)
+        row = self._db.fetchone("SELECT value FROM extractions WHERE key = ?", (key,))
         if row is None:
             return None
         try:
@@ -87,7 +73,7 @@ class ExtractionCache:
 
     def contains(self, chunk_sha256: str, model: str, ontology: Ontology | None = None) -> bool:
         key = cache_key(chunk_sha256, model, ontology)
-        return self._fetch("SELECT 1 FROM extractions WHERE key = ?", key) is not None
+        return self._db.fetchone("SELECT 1 FROM extractions WHERE key = ?", (key,)) is not None
 
     def put(
         self,
@@ -99,22 +85,10 @@ class ExtractionCache:
         key = cache_key(chunk_sha256, model, ontology)
         value = json.dumps(result.model_dump(mode="json"), ensure_ascii=False)
         now = datetime.now(UTC).isoformat()
-        try:
-            with self._lock:
-                self._connection().execute(
-                    "INSERT OR REPLACE INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, chunk_sha256, model, PROMPT_VERSION, SCHEMA_VERSION, value, now),
-                )
-        except sqlite3.Error as exc:
-            raise ExtractionError(f"extraction cache {self.path}: write failed: {exc}") from exc
-
-    def _fetch(self, sql: str, key: str) -> tuple[str] | None:
-        try:
-            with self._lock:
-                row: tuple[str] | None = self._connection().execute(sql, (key,)).fetchone()
-        except sqlite3.Error as exc:
-            raise ExtractionError(f"extraction cache {self.path}: read failed: {exc}") from exc
-        return row
+        self._db.write(
+            "INSERT OR REPLACE INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, chunk_sha256, model, PROMPT_VERSION, SCHEMA_VERSION, value, now),
+        )
 
     async def aget(
         self, chunk_sha256: str, model: str, ontology: Ontology | None = None
@@ -131,15 +105,11 @@ class ExtractionCache:
         await asyncio.to_thread(self.put, chunk_sha256, model, result, ontology)
 
     def __len__(self) -> int:
-        with self._lock:
-            (count,) = self._connection().execute("SELECT COUNT(*) FROM extractions").fetchone()
-        return int(count)
+        row = self._db.fetchone("SELECT COUNT(*) FROM extractions")
+        return int(row[0]) if row is not None else 0
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
     def __enter__(self) -> ExtractionCache:
         return self

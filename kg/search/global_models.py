@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kg.instants import AsOf
+from kg.models import no_nul
 from kg.search.models import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
@@ -29,8 +30,7 @@ def _no_bool(value: object) -> object:
 
 
 def _check_query(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
+    no_nul(value)
     if not value.strip():
         raise ValueError("must not be blank")
     return value

@@ -17,7 +17,7 @@ from pydantic import (
 
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
-from kg.models import RELATION_TYPE_RE
+from kg.models import RELATION_TYPE_RE, no_nul
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
@@ -73,8 +73,7 @@ class SearchRequest(BaseModel):
     @field_validator("query")
     @classmethod
     def _no_control_characters(cls, value: str) -> str:
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
+        no_nul(value)
         if not value.strip():
             raise ValueError("must not be blank")
         return value

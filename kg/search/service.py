@@ -41,6 +41,7 @@ from kg.cypher.params import MAX_TEXT_CHARS, NoParams
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, only_sent
 from kg.languages import LANGUAGES, LanguageCode, detect
+from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
@@ -255,8 +256,8 @@ class SearchService:
             errors.append(
                 {"field": "query", "reason": f"at most {self._search.max_query_chars} characters"}
             )
-        if "\x00" in req.query:
-            errors.append({"field": "query", "reason": "must not contain NUL characters"})
+        if has_nul(req.query):
+            errors.append({"field": "query", "reason": NO_NUL})
         if req.depth not in DEPTHS:
             errors.append({"field": "depth", "reason": "must be 1, 2 or 3"})
         if not 1 <= req.limit <= self._search.max_limit:
