@@ -26,6 +26,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kg.errors import ConfigError
 from kg.settings import Settings
 
 #: h11's own default, made explicit: a request head larger than this is refused (400).
@@ -109,29 +110,51 @@ def configure_protocol(header_timeout_s: float, max_connections: int) -> str:
 
 
 def worker_share(settings: Settings, workers: int) -> Settings:
-    """One worker's settings when ``workers`` processes serve together.
+    """One worker's settings when ``workers`` processes of one ``kg serve`` serve together.
 
-    Admission control and the connection cap live in each process, so the configured totals
-    are divided (rounded up, at least 1 each): N workers together hold no more query slots,
-    per-client or heavy-query slots and connections than the settings allow one process.
+    Admission control and the connection cap live in each process, so every configured total
+    (query slots, per-client and heavy-query slots, connections) is divided rounding down: N
+    workers together never hold more than the settings allow one process. A total smaller
+    than the worker count cannot be split without exceeding it (each worker needs at least
+    one), so that worker count is refused with a ConfigError naming the setting to raise.
     """
     if workers <= 1:
         return settings
-
-    def share(total: int) -> int:
-        return max(1, -(-total // workers))
-
+    slots = settings.search.max_concurrent_queries
     api = settings.api
+    totals = {
+        "KG_SEARCH__MAX_CONCURRENT_QUERIES": (slots, ""),
+        "KG_API__MAX_QUERIES_PER_CLIENT": (
+            api.query_slots_per_client(slots),
+            "" if api.max_queries_per_client else " (three quarters of the query slots)",
+        ),
+        "KG_API__HEAVY_QUERY_SLOTS": (
+            api.heavy_slots(slots),
+            "" if api.heavy_query_slots else " (a quarter of the query slots)",
+        ),
+        "KG_API__MAX_CONNECTIONS": (api.max_connections, ""),
+    }
+    short = [
+        f"{name}={total}{derived}" for name, (total, derived) in totals.items() if total < workers
+    ]
+    if short:
+        most = min(total for total, _ in totals.values())
+        which = "it" if len(short) == 1 else "each"
+        raise ConfigError(
+            f"--workers {workers} cannot share {'; '.join(short)} without exceeding the "
+            f"setting (each worker needs at least one): raise {which} to at least {workers}, "
+            f"or serve with at most {most} worker{'s' if most != 1 else ''}"
+        )
+    share = {name: total // workers for name, (total, _) in totals.items()}
     search = settings.search.model_copy(
-        update={"max_concurrent_queries": share(settings.search.max_concurrent_queries)}
+        update={"max_concurrent_queries": share["KG_SEARCH__MAX_CONCURRENT_QUERIES"]}
     )
     api = api.model_copy(
         update={
-            "max_connections": share(api.max_connections),
-            "max_queries_per_client": (
-                share(api.max_queries_per_client) if api.max_queries_per_client else None
-            ),
-            "heavy_query_slots": share(api.heavy_query_slots) if api.heavy_query_slots else None,
+            "max_connections": share["KG_API__MAX_CONNECTIONS"],
+            # explicit, not derived again from the worker's smaller slot count
+            "max_queries_per_client": share["KG_API__MAX_QUERIES_PER_CLIENT"],
+            "heavy_query_slots": share["KG_API__HEAVY_QUERY_SLOTS"],
         }
     )
     return settings.model_copy(update={"search": search, "api": api})

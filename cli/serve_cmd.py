@@ -34,10 +34,12 @@ def worker_app() -> Litestar:
     setup_logging(share.log_level)
     configure_protocol(share.api.header_timeout_s, share.api.max_connections)
     logging.getLogger(__name__).info(
-        "worker %d of %d: %d query slots, %d connections",
+        "worker %d of %d: %d query slots (%d per client, %d heavy), %d connections",
         os.getpid(),
         settings.api.workers,
         share.search.max_concurrent_queries,
+        share.api.max_queries_per_client,
+        share.api.heavy_query_slots,
         share.api.max_connections,
     )
     return create_app(share)
@@ -57,7 +59,12 @@ def serve(
 
     from api.app import SCHEMA_PATH, create_app
     from api.auth import auth_required
-    from api.serving import configure_protocol, raise_open_files_limit, uvicorn_options
+    from api.serving import (
+        configure_protocol,
+        raise_open_files_limit,
+        uvicorn_options,
+        worker_share,
+    )
     from cli.output import setup_logging
 
     settings = Settings()
@@ -72,6 +79,8 @@ def serve(
         api = settings.api.model_validate({**settings.api.model_dump(), **updates})
         settings = settings.model_copy(update={"api": api})
     app = create_app(settings)  # raises ConfigError (clean exit) when auth lacks keys
+    # refuses a worker count whose shares would exceed the settings, before any worker starts
+    worker_share(settings, settings.api.workers)
     # A malformed KG_NEO4J__URI (one holding a password, say) fails here, as one scrubbed line,
     # rather than as a traceback from the lifespan; building a driver does no I/O.
     GraphDatabase.driver(settings.neo4j.uri, auth=None).close()
