@@ -32,7 +32,9 @@ def worker_app() -> Litestar:
     settings = Settings()
     share = worker_share(settings, settings.api.workers)
     setup_logging(share.log_level)
-    configure_protocol(share.api.header_timeout_s, share.api.max_connections)
+    configure_protocol(
+        share.api.header_timeout_s, share.api.max_connections, share.api.send_timeout_s
+    )
     logging.getLogger(__name__).info(
         "worker %d of %d: %d query slots (%d per client, %d heavy), %d connections",
         os.getpid(),
@@ -98,7 +100,9 @@ def serve(
     processes = f"  {settings.api.workers} workers" if settings.api.workers > 1 else ""
     console.print(f"kg API on [link={base}]{base}[/link]  auth {auth}{processes}")
     console.print(f"API docs at [link={base}{SCHEMA_PATH}]{base}{SCHEMA_PATH}[/link]")
-    options = uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections)
+    options = uvicorn_options(
+        settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
+    )
     common: dict[str, Any] = {
         "host": settings.api.host,
         "port": settings.api.port,
@@ -116,7 +120,7 @@ def serve(
         KG_API__WORKERS=str(settings.api.workers),
     )
     options["http"] = configure_protocol(
-        settings.api.header_timeout_s, settings.api.max_connections
+        settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
     )
     uvicorn.run(WORKER_APP, factory=True, workers=settings.api.workers, **common, **options)
     return 0

@@ -525,6 +525,13 @@ class ApiSettings(BaseModel):
     max_connections: int = Field(
         1000, ge=1, description="`kg serve`: open connections beyond this are closed at once."
     )
+    send_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="`kg serve` and `kg mcp --http`: longest time a client may leave a "
+        "response unread (the send buffer full) before its connection is closed.",
+    )
     workers: int = Field(
         1,
         ge=1,

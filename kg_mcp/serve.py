@@ -224,7 +224,11 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             log_config=None,
             log_level=settings.log_level.lower(),
             lifespan="on",
-            # kg serve's bounds: header deadline, connection cap that evicts the slowest
-            **uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections),
+            # kg serve's bounds: header and send deadlines, a cap that evicts the slowest
+            **uvicorn_options(
+                settings.api.header_timeout_s,
+                settings.api.max_connections,
+                settings.api.send_timeout_s,
+            ),
         )
         await uvicorn.Server(config).serve()
