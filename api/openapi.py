@@ -39,7 +39,7 @@ class RenderOnce(OpenAPIRenderPlugin):
 
 def render_once(*plugins: OpenAPIRenderPlugin) -> list[OpenAPIRenderPlugin]:
     """``plugins`` and the JSON spec at ``/openapi.json``, each rendered once."""
-    wrapped = [RenderOnce(p) for p in plugins]
+    wrapped: list[OpenAPIRenderPlugin] = [RenderOnce(p) for p in plugins]
     if not any(p.has_path("/openapi.json") for p in plugins):
         wrapped.append(RenderOnce(JsonRenderPlugin()))
     return wrapped
