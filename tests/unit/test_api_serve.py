@@ -149,8 +149,11 @@ def test_workers_together_never_exceed_the_settings(
 
 
 def test_a_worker_count_that_cannot_be_split_is_refused_naming_the_setting(
-    uvicorn_calls: list[dict[str, Any]],
+    uvicorn_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for var in ("KG_API__HOST", "KG_API__PORT", "KG_API__WORKERS"):  # restored after the test
+        monkeypatch.setenv(var, "placeholder-restored-after-the-test")
+        monkeypatch.delenv(var)
     # defaults: 8 query slots, a quarter of them (2) for heavy queries
     with pytest.raises(
         ConfigError, match=r"KG_API__HEAVY_QUERY_SLOTS=2 \(a quarter.*at least 8"
