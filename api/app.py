@@ -23,6 +23,7 @@ from api.browser import BrowserAssetsController
 from api.deps import provide_backend, provide_graph
 from api.errors import exception_handler
 from api.middleware import EdgeMiddleware
+from api.openapi import render_once
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
 from api.routes.questions import QuestionController
@@ -55,7 +56,10 @@ def openapi_config() -> OpenAPIConfig:
         version=kg.__version__,
         description=_DESCRIPTION,
         path=SCHEMA_PATH,
-        render_plugins=[ScalarRenderPlugin(path=["/", "/scalar"]), SwaggerRenderPlugin()],
+        # rendered once, not on every request (api/openapi.py)
+        render_plugins=render_once(
+            ScalarRenderPlugin(path=["/", "/scalar"]), SwaggerRenderPlugin()
+        ),
         components=Components(
             security_schemes={
                 SECURITY_SCHEME: SecurityScheme(

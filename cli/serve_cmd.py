@@ -32,12 +32,16 @@ def worker_app() -> Litestar:
     settings = Settings()
     share = worker_share(settings, settings.api.workers)
     setup_logging(share.log_level)
-    configure_protocol(share.api.header_timeout_s, share.api.max_connections)
+    configure_protocol(
+        share.api.header_timeout_s, share.api.max_connections, share.api.send_timeout_s
+    )
     logging.getLogger(__name__).info(
-        "worker %d of %d: %d query slots, %d connections",
+        "worker %d of %d: %d query slots (%d per client, %d heavy), %d connections",
         os.getpid(),
         settings.api.workers,
         share.search.max_concurrent_queries,
+        share.api.max_queries_per_client,
+        share.api.heavy_query_slots,
         share.api.max_connections,
     )
     return create_app(share)
@@ -57,7 +61,12 @@ def serve(
 
     from api.app import SCHEMA_PATH, create_app
     from api.auth import auth_required
-    from api.serving import configure_protocol, raise_open_files_limit, uvicorn_options
+    from api.serving import (
+        configure_protocol,
+        raise_open_files_limit,
+        uvicorn_options,
+        worker_share,
+    )
     from cli.output import setup_logging
 
     settings = Settings()
@@ -72,6 +81,8 @@ def serve(
         api = settings.api.model_validate({**settings.api.model_dump(), **updates})
         settings = settings.model_copy(update={"api": api})
     app = create_app(settings)  # raises ConfigError (clean exit) when auth lacks keys
+    # refuses a worker count whose shares would exceed the settings, before any worker starts
+    worker_share(settings, settings.api.workers)
     # A malformed KG_NEO4J__URI (one holding a password, say) fails here, as one scrubbed line,
     # rather than as a traceback from the lifespan; building a driver does no I/O.
     GraphDatabase.driver(settings.neo4j.uri, auth=None).close()
@@ -89,7 +100,9 @@ def serve(
     processes = f"  {settings.api.workers} workers" if settings.api.workers > 1 else ""
     console.print(f"kg API on [link={base}]{base}[/link]  auth {auth}{processes}")
     console.print(f"API docs at [link={base}{SCHEMA_PATH}]{base}{SCHEMA_PATH}[/link]")
-    options = uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections)
+    options = uvicorn_options(
+        settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
+    )
     common: dict[str, Any] = {
         "host": settings.api.host,
         "port": settings.api.port,
@@ -107,7 +120,7 @@ def serve(
         KG_API__WORKERS=str(settings.api.workers),
     )
     options["http"] = configure_protocol(
-        settings.api.header_timeout_s, settings.api.max_connections
+        settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
     )
     uvicorn.run(WORKER_APP, factory=True, workers=settings.api.workers, **common, **options)
     return 0

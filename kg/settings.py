@@ -553,12 +553,32 @@ class ApiSettings(BaseModel):
     max_connections: int = Field(
         1000, ge=1, description="`kg serve`: open connections beyond this are closed at once."
     )
+    send_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="`kg serve` and `kg mcp --http`: longest time a client may leave a "
+        "response unread (the send buffer full) before its connection is closed.",
+    )
     workers: int = Field(
         1,
         ge=1,
         le=64,
         description="`kg serve`: API processes sharing the port. Query slots, per-client and "
         "heavy-query caps and the connection cap are divided among them.",
+    )
+    mcp_max_sessions: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description="`kg mcp --http`: open MCP sessions at most; past it a new session is "
+        "refused (503) until one ends or expires.",
+    )
+    mcp_session_idle_s: float = Field(
+        600.0,
+        gt=0,
+        le=86_400,
+        description="`kg mcp --http`: an MCP session with no request for this long is closed.",
     )
     max_queries_per_client: int | None = Field(
         None,

@@ -10,10 +10,18 @@ the REST API (api/auth.py), decided per request from the socket it arrived on:
 - ``Host`` must name loopback (or ``KG_API__ALLOWED_HOSTS``) when no key is required (421:
   DNS rebinding), and an ``Origin`` header, when sent, must be such a name too (403), as the
   MCP transport specification asks of servers.
+
+It also holds the bounds ``kg serve`` has: the whole request body within
+``KG_API__BODY_TIMEOUT_S`` (else ``408`` and the connection closes; a client that goes away
+mid-body is dropped without reaching the SDK), the header deadline, connection cap and send
+deadline of api/serving.py, open sessions capped (``KG_API__MCP_MAX_SESSIONS``) and idle ones
+closed (``KG_API__MCP_SESSION_IDLE_S``), and the API's log hygiene (api/logs.py: secrets
+scrubbed, repeated lines rate-limited).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -22,6 +30,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 
+from api import logs
 from api.auth import (
     WWW_AUTHENTICATE,
     AccessPolicy,
@@ -32,6 +41,7 @@ from api.auth import (
 )
 from api.serving import uvicorn_options
 from kg import AsyncKnowledgeGraph, Settings, current_client
+from kg.redact import settings_secrets
 from kg_mcp.server import build_server
 
 Scope = MutableMapping[str, Any]
@@ -62,11 +72,20 @@ async def _refuse(
 
 
 class HttpGuard:
-    """Key, Host and Origin checks in front of the SDK's streamable HTTP app."""
+    """Key, Host and Origin checks and the body deadline in front of the SDK's HTTP app."""
 
-    def __init__(self, app: ASGIApp, policy: AccessPolicy) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        policy: AccessPolicy,
+        *,
+        body_timeout_s: float = 10.0,
+        max_body_bytes: int = 2 * 1024 * 1024,
+    ) -> None:
         self.app = app
         self.policy = policy
+        self.body_timeout_s = body_timeout_s
+        self.max_body_bytes = max_body_bytes
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
@@ -101,12 +120,63 @@ class HttpGuard:
                     {"WWW-Authenticate": WWW_AUTHENTICATE},
                 )
                 return
+        replay = await self._whole_body(receive, send)
+        if replay is None:
+            return
         client = self.policy.client_id(access, authorization, scope.get("client"))
         token_var = current_client.set(client)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, replay, send)
         finally:
             current_client.reset(token_var)
+
+    async def _whole_body(self, receive: Receive, send: Send) -> Receive | None:
+        """Read the whole body within the deadline; ``receive`` replaying it, or None when the
+        request was answered (408, 413) or the client went away mid-body.
+
+        The SDK reads bodies with no deadline, and logs a traceback for every client that
+        leaves halfway; neither reaches it now.
+        """
+        chunks: list[bytes] = []
+        size = 0
+        deadline = asyncio.get_running_loop().time() + self.body_timeout_s
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                await _refuse(
+                    send,
+                    408,
+                    f"the request body did not arrive within {self.body_timeout_s:g}s",
+                    {"Connection": "close"},
+                )
+                return None
+            if message.get("type") != "http.request":
+                return None  # http.disconnect: nobody to answer
+            chunk = bytes(message.get("body", b""))
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                await _refuse(
+                    send,
+                    413,
+                    f"the request body is larger than {self.max_body_bytes} bytes",
+                    {"Connection": "close"},
+                )
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        pending: list[Message] = [
+            {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        ]
+
+        async def replay() -> Message:
+            if pending:
+                return pending.pop()
+            return await receive()  # after the body: only a disconnect can come
+
+        return replay
 
 
 def http_app(graph: AsyncKnowledgeGraph, settings: Settings) -> HttpGuard:
@@ -118,8 +188,15 @@ def http_app(graph: AsyncKnowledgeGraph, settings: Settings) -> HttpGuard:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=settings.api.max_body_bytes,
         host=settings.api.host,
+        session_idle_timeout=settings.api.mcp_session_idle_s,
+        max_sessions=settings.api.mcp_max_sessions,
     )
-    return HttpGuard(app, AccessPolicy.from_settings(settings.api))
+    return HttpGuard(
+        app,
+        AccessPolicy.from_settings(settings.api),
+        body_timeout_s=settings.api.body_timeout_s,
+        max_body_bytes=settings.api.max_body_bytes,
+    )
 
 
 async def serve_stdio(settings: Settings) -> None:
@@ -135,6 +212,8 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
     api = settings.api.model_validate({**settings.api.model_dump(), "host": host, "port": port})
     settings = settings.model_copy(update={"api": api})
     check_auth_config(settings.api)
+    # kg serve's log hygiene: secrets scrubbed, a flood of one kind of line rate-limited
+    logs.install(settings_secrets(settings))
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
         config = uvicorn.Config(
@@ -144,7 +223,11 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             log_config=None,
             log_level=settings.log_level.lower(),
             lifespan="on",
-            # kg serve's bounds: header deadline, connection cap that evicts the slowest
-            **uvicorn_options(settings.api.header_timeout_s, settings.api.max_connections),
+            # kg serve's bounds: header and send deadlines, a cap that evicts the slowest
+            **uvicorn_options(
+                settings.api.header_timeout_s,
+                settings.api.max_connections,
+                settings.api.send_timeout_s,
+            ),
         )
         await uvicorn.Server(config).serve()

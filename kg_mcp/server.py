@@ -10,6 +10,7 @@ cut (and ``truncated_for_size`` set) until it fits.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -122,6 +123,14 @@ def _dump(model: BaseModel | Sequence[BaseModel]) -> dict[str, Any]:
     return bounded(model.model_dump(mode="json"))
 
 
+#: the names AsyncKnowledgeGraph.run_template takes besides the template's parameters
+_RUN_TEMPLATE_OWN = frozenset(
+    name
+    for name, p in inspect.signature(AsyncKnowledgeGraph.run_template).parameters.items()
+    if p.kind is not inspect.Parameter.VAR_KEYWORD
+)
+
+
 def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     """The MCP server over an opened graph (the caller owns its lifetime)."""
     server: MCPServer[Any] = MCPServer(
@@ -197,7 +206,16 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """Run one named read-only template with parameters; rows come back as JSON. Example:
         relations_valid_at with {"entity_id": "...", "as_of": "2023-06-30"}."""
-        return _dump(await _call(graph.run_template(name, **(parameters or {}))))
+        params = parameters or {}
+        # No template has a parameter named like run_template's own ("name", "params"): refuse
+        # such a name here, in the words REST uses, before any I/O.
+        clash = sorted(params.keys() & _RUN_TEMPLATE_OWN)
+        if clash:
+            raise ToolError(
+                f"QueryRejected: invalid parameters for template {name}: {', '.join(clash)} "
+                "(not a parameter of this template; see list_templates)"
+            )
+        return _dump(await _call(graph.run_template(name, params)))
 
     return server
 

@@ -53,6 +53,7 @@ def test_two_workers_share_the_port_and_the_query_slots(
         settings,
         PYTHONPATH=str(REPO),
         KG_SEARCH__MAX_CONCURRENT_QUERIES="6",
+        KG_API__HEAVY_QUERY_SLOTS="2",  # a quarter of 6 is 1: two workers could not split it
         KG_LOG_LEVEL="INFO",
     )
     log = tmp_path / "serve.log"
@@ -77,7 +78,9 @@ def test_two_workers_share_the_port_and_the_query_slots(
             c for child in _children(proc.pid) for c in _children(child)
         }
         # each worker holds half of the six slots
-        assert len(re.findall(r"worker \d+ of 2: 3 query slots", text)) == 2, text
+        assert (
+            len(re.findall(r"worker \d+ of 2: 3 query slots \(2 per client, 1 heavy\)", text)) == 2
+        ), text
 
         def search(i: int) -> int:
             # a fresh connection per request, so the kernel spreads them over both workers
@@ -100,3 +103,20 @@ def test_two_workers_share_the_port_and_the_query_slots(
     assert code == 0, log.read_text()
     assert not [pid for pid in started if Path(f"/proc/{pid}").exists()]  # workers stopped too
     assert "Traceback" not in log.read_text()
+
+
+def test_a_worker_count_that_would_exceed_the_settings_is_refused(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """The break: `--workers 8` rounded every share up to one, so 8 heavy queries ran at once
+    where the settings allow 2. Now the whole stays within the settings, or kg serve refuses."""
+    port = free_port()
+    proc = subprocess.run(
+        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--workers", "8"],
+        cwd=tmp_path, env=cli_env(settings, PYTHONPATH=str(REPO)), capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "KG_API__HEAVY_QUERY_SLOTS=2" in proc.stderr
+    assert "serve with at most 2 workers" in proc.stderr
+    assert "Traceback" not in proc.stderr

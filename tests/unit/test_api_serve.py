@@ -69,6 +69,7 @@ def test_serve_with_workers_hands_uvicorn_an_import_string_and_the_flags_by_envi
     for var in ("KG_API__HOST", "KG_API__PORT", "KG_API__WORKERS"):
         monkeypatch.setenv(var, "placeholder-restored-after-the-test")
         monkeypatch.delenv(var)
+    monkeypatch.setenv("KG_SEARCH__MAX_CONCURRENT_QUERIES", "12")  # 3 heavy slots: 1 each
     assert app(["serve", "--port", "8124", "--workers", "3"], result_action="return_value") == 0
     (call,) = uvicorn_calls
     assert call["app"] == serve_cmd.WORKER_APP == "cli.serve_cmd:worker_app"
@@ -88,22 +89,81 @@ def test_one_worker_runs_the_app_in_this_process(uvicorn_calls: list[dict[str, A
     assert "workers" not in call
 
 
-def test_worker_share_divides_the_per_process_bounds_rounding_up() -> None:
+def test_worker_share_divides_the_per_process_bounds_rounding_down() -> None:
     settings = Settings(
-        search={"max_concurrent_queries": 8},
+        search={"max_concurrent_queries": 12},
         api={"max_connections": 1000, "max_queries_per_client": 5},
     )
     share = worker_share(settings, 3)
-    assert share.search.max_concurrent_queries == 3
-    assert share.api.max_connections == 334
-    assert share.api.max_queries_per_client == 2
-    assert share.api.heavy_query_slots is None  # derived from the share: a quarter of 3 -> 1
+    assert share.search.max_concurrent_queries == 4
+    assert share.api.max_connections == 333
+    assert share.api.max_queries_per_client == 1
+    # the heavy share comes from the whole: a quarter of 12 is 3, one per worker
+    assert share.api.heavy_query_slots == 1
     assert share.api.heavy_slots(share.search.max_concurrent_queries) == 1
     assert worker_share(settings, 1) is settings
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4, 5, 7, 8, 16, 64])
+@pytest.mark.parametrize(
+    ("slots", "per_client", "heavy", "connections"),
+    [(8, None, None, 1000), (64, None, None, 1000), (64, 16, 8, 64), (200, 150, 70, 5000)],
+)
+def test_workers_together_never_exceed_the_settings(
+    workers: int, slots: int, per_client: int | None, heavy: int | None, connections: int
+) -> None:
+    """The break: every share rounded up to 1, so `--workers 8` held 8 heavy slots of 2."""
+    settings = Settings(
+        search={"max_concurrent_queries": slots},
+        api={
+            "max_queries_per_client": per_client,
+            "heavy_query_slots": heavy,
+            "max_connections": connections,
+        },
+    )
+    whole = settings.api
+    totals = {
+        "KG_SEARCH__MAX_CONCURRENT_QUERIES": slots,
+        "KG_API__MAX_QUERIES_PER_CLIENT": whole.query_slots_per_client(slots),
+        "KG_API__HEAVY_QUERY_SLOTS": whole.heavy_slots(slots),
+        "KG_API__MAX_CONNECTIONS": connections,
+    }
+    if min(totals.values()) < workers:
+        with pytest.raises(ConfigError) as refused:
+            worker_share(settings, workers)
+        for name, total in totals.items():
+            assert (f"{name}={total}" in str(refused.value)) == (total < workers)
+        assert f"at least {workers}, or serve with at most {min(totals.values())} " in str(
+            refused.value
+        )
+        return
+    share = worker_share(settings, workers)
+    each = share.search.max_concurrent_queries
+    assert each * workers <= slots
     assert (
-        worker_share(Settings(search={"max_concurrent_queries": 1}), 4).search
-        == Settings(search={"max_concurrent_queries": 1}).search
-    )  # never below one slot
+        share.api.query_slots_per_client(each) * workers <= totals["KG_API__MAX_QUERIES_PER_CLIENT"]
+    )
+    assert share.api.heavy_slots(each) * workers <= totals["KG_API__HEAVY_QUERY_SLOTS"]
+    assert share.api.max_connections * workers <= connections
+    assert min(each, share.api.heavy_slots(each), share.api.max_connections) >= 1
+
+
+def test_a_worker_count_that_cannot_be_split_is_refused_naming_the_setting(
+    uvicorn_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("KG_API__HOST", "KG_API__PORT", "KG_API__WORKERS"):  # restored after the test
+        monkeypatch.setenv(var, "placeholder-restored-after-the-test")
+        monkeypatch.delenv(var)
+    # defaults: 8 query slots, a quarter of them (2) for heavy queries
+    with pytest.raises(
+        ConfigError, match=r"KG_API__HEAVY_QUERY_SLOTS=2 \(a quarter.*at least 8"
+    ) as refused:
+        app(["serve", "--workers", "8"], result_action="return_value")
+    assert "at most 2 workers" in str(refused.value)
+    with pytest.raises(ConfigError, match="KG_API__HEAVY_QUERY_SLOTS=2"):
+        app(["serve", "--workers", "3"], result_action="return_value")
+    assert uvicorn_calls == []
+    assert app(["serve", "--workers", "2"], result_action="return_value") == 0
 
 
 def test_a_worker_builds_its_app_with_its_share(monkeypatch: pytest.MonkeyPatch) -> None:

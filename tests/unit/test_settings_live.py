@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 def _source() -> str:
     return "\n".join(
         path.read_text(encoding="utf-8")
-        for folder in ("kg", "api", "cli")
+        for folder in ("kg", "api", "cli", "kg_mcp")  # kg_mcp reads the MCP session bounds
         for path in sorted((REPO / folder).rglob("*.py"))
     )
 
