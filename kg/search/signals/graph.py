@@ -27,6 +27,7 @@ from kg.cypher.params import (
 from kg.search.entities import entity_details
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
+from kg.search.names import NameForms, may_name
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
     MAX_PHRASES,
@@ -90,6 +91,7 @@ class GraphSignal:
         self._embedder = context.embedder
         self._dim = context.settings.resolve.embedding_dim
         self._weights = context.weights
+        self._names = NameForms(context.guard)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -138,8 +140,10 @@ class GraphSignal:
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows: list[dict[str, Any]] = []
-        if lookups:
-            phrases = [list(spelling) for spelling in lookups]
+        # Only n-grams that some name or alias equals can link (kg.search.names).
+        asked = may_name(list(lookups), await self._names.current()) if lookups else []
+        if asked:
+            phrases = [list(spelling) for spelling in asked]
             result = await self._guard.run(
                 "entity_links", EntityLinksParams.model_construct(phrases=phrases, per_phrase=5)
             )
@@ -264,9 +268,13 @@ class GraphSignal:
             new: dict[str, int] = {}
             for row in result.rows:
                 chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
-                links.append((chunk, str(row["entity"]), weight(row.get("name"), title)))
+                reached = row.get("reached") or []
+                for e in reached:
+                    links.append((chunk, str(e["id"]), weight(e.get("name"), title)))
+                # Once per entity that reached the chunk: parallel edges add up in PageRank.
+                times = len(reached)
                 for m in row.get("mentioned") or []:
-                    links.append((chunk, str(m["id"]), weight(m.get("name"), title)))
+                    links.append((chunk, str(m["id"]), times * weight(m.get("name"), title)))
                     if m["id"] not in expanded:
                         new[str(m["id"])] = int(m.get("mentions") or 0)
             cap = min(self._search.frontier_cap, MAX_HOP_IDS)
