@@ -48,7 +48,17 @@ class NameForms:
     async def current(self) -> frozenset[tuple[str, ...]] | None:
         """The forms for the graph as it is now, or None when the filter is off (too many
         entities)."""
-        stamp = await self._counts()
+        return await self.for_stamp(await self.counts())
+
+    def last(self) -> tuple[Stamp | None, frozenset[tuple[str, ...]] | None]:
+        """The stamp and forms of the last reading (None, None before any): linking may ask
+        with them while the counts are read, and ask again if the counts moved."""
+        if self._stamp is None or time.monotonic() - self._read_at >= MAX_AGE_S:
+            return None, None
+        return self._stamp, self._forms
+
+    async def for_stamp(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
+        """The forms for a graph whose counts are ``stamp`` (read again if they moved)."""
         if self._fresh(stamp):
             return self._forms
         async with self._lock:
@@ -60,7 +70,8 @@ class NameForms:
     def _fresh(self, stamp: Stamp) -> bool:
         return self._stamp == stamp and time.monotonic() - self._read_at < MAX_AGE_S
 
-    async def _counts(self) -> Stamp:
+    async def counts(self) -> Stamp:
+        """The graph's counts now (``graph_counts``)."""
         result = await self._guard.run("graph_counts", NoParams())
         row = result.rows[0] if result.rows else {}
         return (int(row.get("entities") or 0), int(row.get("mentions") or 0),

@@ -139,15 +139,7 @@ class GraphSignal:
         that the links consumed, and whether the question named an entity at all."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
-        exact_rows: list[dict[str, Any]] = []
-        # Only n-grams that some name or alias equals can link (kg.search.names).
-        asked = may_name(list(lookups), await self._names.current()) if lookups else []
-        if asked:
-            phrases = [list(spelling) for spelling in asked]
-            result = await self._guard.run(
-                "entity_links", EntityLinksParams.model_construct(phrases=phrases, per_phrase=5)
-            )
-            exact_rows = result.rows
+        exact_rows = await self._exact(list(lookups)) if lookups else []
         hits: dict[tuple[str, ...], list[str]] = {}
         info: dict[str, Mapping[str, Any]] = {}
         mentions: dict[str, int] = {}
@@ -170,6 +162,31 @@ class GraphSignal:
                 seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed, named
+
+    async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+        """``entity_links`` rows for the spellings that some name or alias equals (the others
+        cannot link; kg.search.names). The graph's counts are read alongside, and when they
+        moved since the forms were read, the forms are read again and the links asked again."""
+
+        async def links(forms: frozenset[tuple[str, ...]] | None) -> list[dict[str, Any]]:
+            asked = may_name(lookups, forms)
+            if not asked:
+                return []
+            result = await self._guard.run(
+                "entity_links",
+                EntityLinksParams.model_construct(
+                    phrases=[list(spelling) for spelling in asked], per_phrase=5
+                ),
+            )
+            return result.rows
+
+        stamp, forms = self._names.last()
+        if stamp is None:
+            return await links(await self._names.current())
+        now, rows = await asyncio.gather(self._names.counts(), links(forms))
+        if now == stamp:
+            return list(rows)
+        return await links(await self._names.for_stamp(now))
 
     async def _graph(
         self, req: SearchRequest, k: int, link_text: str
