@@ -142,11 +142,13 @@ def api_process(
     *,
     extra_env: Mapping[str, str] | None = None,
     settle_s: float | None = None,
+    cwd: Path = REPO,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``kg serve`` in a child process, yielded once ``/health`` answers 200 and, with several
     workers, ``settle_s`` later (default 2 s: the other workers finish their start-up). Its
     settings come from KG_ variables: the caller's KG_SEARCH__ / KG_API__ tuning passes
-    through, then ``extra_env``."""
+    through, then ``extra_env``. ``cwd``: the checkout whose kg serves (another one for a
+    before/after run; ``python -m`` puts it first on the path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_NEO4J"))}
     env.update(
         KG_NEO4J__URI=settings.neo4j.uri,
@@ -160,7 +162,7 @@ def api_process(
     )
     cmd = [sys.executable, "-m", "cli.main", "serve", "--host", "127.0.0.1",
            "--port", str(port), "--workers", str(workers)]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 300
         while True:

@@ -336,6 +336,13 @@ class EntityLinksParams(TemplateParams):
         return {"phrases": quoted, "per_phrase": self.per_phrase, "limit": self.limit}
 
 
+class NamePageParams(TemplateParams):
+    """One page of entity names and aliases, by id after ``after`` (the linking filter)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(2000, ge=1, le=MAX_ROWS)
+
+
 class PassageHopParams(TemplateParams):
     """One hop of the passage graph from some entities (MENTIONS, both ways)."""
 

@@ -303,9 +303,31 @@ ENTITY_LINKS: LiteralString = (
     "LIMIT $limit"
 )
 
+# The linking filter's stamp (kg/search/names.py): counts from the count store, no reads. Any
+# import or resolution that adds or merges entities or mentions changes one of them.
+GRAPH_COUNTS: LiteralString = (
+    "CALL () { MATCH (e:Entity) RETURN count(e) AS entities }\n"
+    "CALL () { MATCH ()-[r:MENTIONS]->() RETURN count(r) AS mentions }\n"
+    "CALL () { MATCH ()-[r]->() RETURN count(r) AS relationships }\n"
+    "RETURN entities, mentions, relationships\n"
+    "LIMIT 1"
+)
+
+# The linking filter's pages: names and aliases in id order (the entity_id constraint's index
+# serves the order and the seek past $after), one page per call.
+NAME_PAGE: LiteralString = (
+    "MATCH (e:Entity) WHERE e.id > $after\n"
+    "WITH e ORDER BY e.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
+)
+
 # One hop of the passage graph: chunks that mention each entity (at most $per_entity), and the
 # entities each of those chunks mentions (at most $per_chunk) with their mention counts; names
 # and titles tell which chunks are about an entity (their document is titled with its name).
+# One row per distinct chunk, with the frontier entities that reached it (one per pair, so an
+# entity that reached it twice is listed twice): measured on the MuSiQue graph, rows per pair
+# repeated each chunk's mention list, and decoding them was half of a graph search.
 PASSAGE_HOP: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
     "MATCH (e:Entity {id: eid})\n"
@@ -316,21 +338,13 @@ PASSAGE_HOP: LiteralString = (
     "}\n"
     "WITH e, c\n"
     "LIMIT $limit\n"
-    "WITH collect({e: e, c: c}) AS pairs\n"
-    # A chunk that mentions several frontier entities: its mentions are read once, not per pair.
-    "CALL (pairs) {\n"
-    "  UNWIND pairs AS pair\n"
-    "  WITH DISTINCT pair.c AS c\n"
-    "  CALL (c) {\n"
-    "    MATCH (c)-[:MENTIONS]->(m:Entity)\n"
-    "    WITH m LIMIT $per_chunk\n"
-    "    RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+    "WITH c, collect({id: e.id, name: e.name}) AS reached\n"
+    "CALL (c) {\n"
+    "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+    "  WITH m LIMIT $per_chunk\n"
+    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
     " AS mentioned\n"
-    "  }\n"
-    "  RETURN collect({c: c, mentioned: mentioned}) AS chunks\n"
     "}\n"
-    "RETURN [pair IN pairs | {entity: pair.e.id, name: pair.e.name, chunk: pair.c.id,"
-    " title: pair.c.title,\n"
-    "        mentioned: [x IN chunks WHERE x.c = pair.c | x.mentioned][0]}]"
+    "RETURN collect({chunk: c.id, title: c.title, reached: reached, mentioned: mentioned})"
     "[..$read_rows] AS rows"
 )

@@ -25,6 +25,7 @@ from kg.cypher.params import (
     EntitySourcesParams,
     EvidenceChunksParams,
     NameLinksParams,
+    NamePageParams,
     NeighborhoodParams,
     NoParams,
     PassageHopParams,
@@ -245,6 +246,25 @@ TEMPLATES: tuple[Template, ...] = (
         params=EntityLinksParams,
         texts=_one(render.ENTITY_LINKS),
         row_cap=10_000,
+    ),
+    Template(
+        name="graph_counts",
+        description="How many entities, MENTIONS links and relationships the graph holds "
+        "(count store): the stamp of the linking filter's name forms.",
+        params=NoParams,
+        texts=_one(render.GRAPH_COUNTS),
+        row_cap=1,
+        temporal=False,
+    ),
+    Template(
+        name="name_page",
+        description="A page of entity names and aliases in id order, after a given id: the "
+        "linking filter reads every name once per process and graph change.",
+        params=NamePageParams,
+        texts=_one(render.NAME_PAGE),
+        row_cap=10_000,
+        packed=True,
+        temporal=False,
     ),
     Template(
         name="passage_hop",

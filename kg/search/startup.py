@@ -134,6 +134,8 @@ def warm_up_calls(
                           "k": search.seeds * CANDIDATES_PER_SEED}),
         ("chunks_by_text", {"text": "kg", "k": search.candidates}),
         ("chunks_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.candidates}),
+        ("graph_counts", {}),
+        ("name_page", {"after": "", "limit": 2000}),
     ]  # fmt: skip
     for size in _WARM_SIZES:
         ids = [f"kg-warm-up-{i}" for i in range(size)]

@@ -305,6 +305,8 @@ def test_templates_marked_without_temporals_return_plain_json(
         "passage_hop": {"entity_ids": ["payment", "ledger"]},
         "evidence_chunks": {"entity_ids": ["payment", "ledger"]},
         "entity_details": {"entity_ids": ["payment", "ledger"]},
+        "graph_counts": {},
+        "name_page": {},
     }
     assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
     for name, params in calls.items():

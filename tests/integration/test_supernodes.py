@@ -215,6 +215,8 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
         ("community_reports", "community_reports", {"level": 0, "limit": 500}),
         ("name_links", "name_links", {"phrases": [HUB_NAME], "limit": 500}),
         ("corpus_languages", "corpus_languages", {}),
+        ("graph_counts", "graph_counts", {}),
+        ("name_page", "name_page", {"after": "", "limit": 10_000}),
     ]  # fmt: skip
     return calls
 

@@ -43,7 +43,9 @@ PINNED = {
     ("chunks_by_text", "default"): "e4380234a5497730",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "549e329741caddbe",
-    ("passage_hop", "default"): "1d34a346c02e00be",
+    ("passage_hop", "default"): "ea35ee02b379c5e0",
+    ("graph_counts", "default"): "94ecfe4d9c726986",
+    ("name_page", "default"): "87ba14e3f9ebc1ee",
     ("evidence_chunks", "default"): "fe107e6f4a9f2adf",
     ("relation_types", "default"): "e301900dc3e6b64d",
     ("community_reports", "default"): "a6b32318bbb5ba85",
@@ -95,22 +97,28 @@ def test_retrieval_templates_verbatim() -> None:
         "}\n"
         "WITH e, c\n"
         "LIMIT $limit\n"
-        "WITH collect({e: e, c: c}) AS pairs\n"
-        "CALL (pairs) {\n"
-        "  UNWIND pairs AS pair\n"
-        "  WITH DISTINCT pair.c AS c\n"
-        "  CALL (c) {\n"
-        "    MATCH (c)-[:MENTIONS]->(m:Entity)\n"
-        "    WITH m LIMIT $per_chunk\n"
-        "    RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+        "WITH c, collect({id: e.id, name: e.name}) AS reached\n"
+        "CALL (c) {\n"
+        "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
+        "  WITH m LIMIT $per_chunk\n"
+        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
         " AS mentioned\n"
-        "  }\n"
-        "  RETURN collect({c: c, mentioned: mentioned}) AS chunks\n"
         "}\n"
-        "RETURN [pair IN pairs | {entity: pair.e.id, name: pair.e.name, chunk: pair.c.id,"
-        " title: pair.c.title,\n"
-        "        mentioned: [x IN chunks WHERE x.c = pair.c | x.mentioned][0]}]"
+        "RETURN collect({chunk: c.id, title: c.title, reached: reached, mentioned: mentioned})"
         "[..$read_rows] AS rows"
+    )
+    assert REGISTRY.get("graph_counts").texts["default"] == (
+        "CALL () { MATCH (e:Entity) RETURN count(e) AS entities }\n"
+        "CALL () { MATCH ()-[r:MENTIONS]->() RETURN count(r) AS mentions }\n"
+        "CALL () { MATCH ()-[r]->() RETURN count(r) AS relationships }\n"
+        "RETURN entities, mentions, relationships\n"
+        "LIMIT 1"
+    )
+    assert REGISTRY.get("name_page").texts["default"] == (
+        "MATCH (e:Entity) WHERE e.id > $after\n"
+        "WITH e ORDER BY e.id\n"
+        "LIMIT $limit\n"
+        "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
     )
 
 

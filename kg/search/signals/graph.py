@@ -28,6 +28,7 @@ from kg.cypher.params import (
 from kg.search.entities import entity_details
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
+from kg.search.names import NameForms, may_name
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
     MAX_PHRASES,
@@ -91,6 +92,7 @@ class GraphSignal:
         self._embedder = context.embedder
         self._dim = context.settings.resolve.embedding_dim
         self._weights = context.weights
+        self._names = NameForms(context.guard)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -141,13 +143,7 @@ class GraphSignal:
         that the links consumed, and whether the question named an entity at all."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
-        exact_rows: list[dict[str, Any]] = []
-        if lookups:
-            phrases = [list(spelling) for spelling in lookups]
-            result = await self._guard.run(
-                "entity_links", EntityLinksParams.model_construct(phrases=phrases, per_phrase=5)
-            )
-            exact_rows = result.rows
+        exact_rows = await self._exact(list(lookups)) if lookups else []
         hits: dict[tuple[str, ...], list[str]] = {}
         info: dict[str, Mapping[str, Any]] = {}
         mentions: dict[str, int] = {}
@@ -170,6 +166,31 @@ class GraphSignal:
                 seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed, named
+
+    async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
+        """``entity_links`` rows for the spellings that some name or alias equals (the others
+        cannot link; kg.search.names). The graph's counts are read alongside, and when they
+        moved since the forms were read, the forms are read again and the links asked again."""
+
+        async def links(forms: frozenset[tuple[str, ...]] | None) -> list[dict[str, Any]]:
+            asked = may_name(lookups, forms)
+            if not asked:
+                return []
+            result = await self._guard.run(
+                "entity_links",
+                EntityLinksParams.model_construct(
+                    phrases=[list(spelling) for spelling in asked], per_phrase=5
+                ),
+            )
+            return result.rows
+
+        stamp, forms = self._names.last()
+        if stamp is None:
+            return await links(await self._names.current())
+        now, rows = await asyncio.gather(self._names.counts(), links(forms))
+        if now == stamp:
+            return list(rows)
+        return await links(await self._names.for_stamp(now))
 
     async def _graph(
         self, req: SearchRequest, k: int, link_text: str
@@ -268,9 +289,13 @@ class GraphSignal:
             new: dict[str, int] = {}
             for row in result.rows:
                 chunk, title = str(row["chunk"]), form_of(str(row.get("title") or ""))
-                links.append((chunk, str(row["entity"]), weight(row.get("name"), title)))
+                reached = row.get("reached") or []
+                for e in reached:
+                    links.append((chunk, str(e["id"]), weight(e.get("name"), title)))
+                # Once per entity that reached the chunk: parallel edges add up in PageRank.
+                times = len(reached)
                 for m in row.get("mentioned") or []:
-                    links.append((chunk, str(m["id"]), weight(m.get("name"), title)))
+                    links.append((chunk, str(m["id"]), times * weight(m.get("name"), title)))
                     if m["id"] not in expanded:
                         new[str(m["id"])] = int(m.get("mentions") or 0)
             cap = min(self._search.frontier_cap, MAX_HOP_IDS)
