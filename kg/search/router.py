@@ -60,7 +60,8 @@ _STRONG = re.compile(
     r"key themes|themes|trends|recurring|across|everything|all (?:the )?\w+|"
     r"most (?:important|critical|often)|biggest|major|"
     r"corpus|knowledge base|documentation|all documents|"
-    r"основн\w*|вообще|в целом|общ(?:ий|ая|ее|ие|ую|ей|их)|обзор\w*|обобщ(?:ий|ая|ее|ие|ую|ей|их)|главн\w*|ключев\w*|"
+    r"основн\w*|вообще|в целом|общ(?:ий|ая|ее|ие|ую|ей|их)|обзор\w*|обобщ\w*|главн\w*|"
+    r"ключев\w*|"
     r"перечисли|чаще всего|наиболее|повторя\w*|всех|всей|всё|все)\b",
     re.IGNORECASE,
 )

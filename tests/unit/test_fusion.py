@@ -39,14 +39,11 @@ def test_a_signal_that_found_nothing_is_left_out() -> None:
     weights = confidence_weights(rankings, WEIGHTS, lead_rank=3, anchor="text")
     assert set(weights) == {"text", "graph"}
     # Left out of the scaling too: first in every ranking that counts is still 1.0.
-    fused = fuse_chunks({"text": ranking("x", PEAKED), "vector": []}, {"text": 1.0, "vector": 1.0}, 60)
+    alone = {"text": ranking("x", PEAKED), "vector": []}
+    fused = fuse_chunks(alone, {"text": 1.0, "vector": 1.0}, 60)
     assert fused[0].score == pytest.approx(0.5)  # the empty ranking weighs in the scale...
-    fused = fuse_chunks(
-        {"text": ranking("x", PEAKED), "vector": []},
-        confidence_weights({"text": ranking("x", PEAKED), "vector": []}, WEIGHTS,
-                           lead_rank=3, anchor="text"),  # fmt: skip
-        60,
-    )
+    kept = confidence_weights(alone, WEIGHTS, lead_rank=3, anchor="text")
+    fused = fuse_chunks(alone, kept, 60)
     assert fused[0].score == pytest.approx(1.0)  # ...unless confidence leaves it out
 
 
