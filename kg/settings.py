@@ -511,7 +511,7 @@ class CommunitySettings(BaseModel):
     router_llm: bool = Field(
         False,
         description="`mode=auto`: ask the LLM (the `router` section, then `llm`) to pick "
-        "vector, graph or global "
+        'text, vector, graph, hybrid or global; never for a how-to or "what is" question '
         "(one call, one re-ask); the rules decide when it fails or is off.",
     )
 
