@@ -48,7 +48,7 @@ def ask(
     question
         The question, in plain words.
     mode
-        Retrieval mode; auto is hybrid until the router lands (docs/search.md).
+        Retrieval mode; auto lets the router pick, as kg search does (docs/search.md).
     depth
         Hops to expand from the matched entities, 1..3.
     limit

@@ -43,7 +43,7 @@ def search(
     query
         The question, in plain words.
     mode
-        auto (default): the router picks vector, graph or global and says why; global:
+        auto (default): the router picks text, hybrid, graph or global and says why; global:
         community reports ranked for the question (docs/communities.md).
         text: chunks by words (BM25); vector: chunks by meaning; graph: entities, relations
         and the chunks linked to them; hybrid: the three fused (docs/search.md).

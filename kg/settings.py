@@ -395,7 +395,13 @@ class SearchSettings(BaseModel):
         "included) is reached but not expanded: a hub costs a read of all its relations and "
         "adds little. `off` expands every node.",
     )
-    rrf_k: int = Field(60, ge=1, le=1000, description="Reciprocal rank fusion constant.")
+    rrf_k: int = Field(
+        60,
+        ge=1,
+        le=1000,
+        description="Reciprocal rank fusion constant inside a signal (the text signal's "
+        "languages, the graph signal's fuzzy seeds); `fusion_k` is hybrid's.",
+    )
     expansion_limit: int = Field(
         300, ge=1, le=10_000, description="Relations local search reads per expansion."
     )
@@ -413,7 +419,21 @@ class SearchSettings(BaseModel):
         "question names no entity (its seeds are only the entity indexes' fuzzy candidates).",
     )
     fusion_k: int = Field(
-        60, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
+        5, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
+    )
+    fusion_lead_rank: int | None = Field(
+        3,
+        ge=2,
+        le=1000,
+        description="`hybrid`: each signal's fusion weight is multiplied, per question, by how "
+        "far its top score stands above its score at this rank, as a share of how far it stands "
+        "above its last (0..1; a flat ranking counts little, an empty one not at all). `off`: "
+        "the weights as set.",
+    )
+    fusion_anchor: str | None = Field(
+        "text",
+        description="`hybrid`: the signal whose weight is never scaled by its confidence, so "
+        "its hits always count. `off`: none.",
     )
     candidates: int = Field(
         50, ge=1, le=1000, description="Chunks each signal ranks before fusion and cutting."
@@ -461,9 +481,9 @@ class SearchSettings(BaseModel):
     )
     ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
 
-    @field_validator("hub_degree", mode="before")
+    @field_validator("hub_degree", "fusion_lead_rank", "fusion_anchor", mode="before")
     @classmethod
-    def _hub_degree_off(cls, value: Any) -> Any:
+    def _off(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in ("", "off", "none"):
             return None
         return value
@@ -519,7 +539,7 @@ class CommunitySettings(BaseModel):
     router_llm: bool = Field(
         False,
         description="`mode=auto`: ask the LLM (the `router` section, then `llm`) to pick "
-        "vector, graph or global "
+        'text, vector, graph, hybrid or global; never for a how-to or "what is" question '
         "(one call, one re-ask); the rules decide when it fails or is off.",
     )
 

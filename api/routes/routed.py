@@ -26,7 +26,7 @@ class RoutedSearchController(Controller):
         operation_id="search",
         summary="Search in any mode (auto by default)",
         description=(
-            "`mode=auto` (the default) lets the router pick vector, graph or global search "
+            "`mode=auto` (the default) lets the router pick text, hybrid, graph or global search "
             "from the question (entities it names, aggregation words, a relation filter or "
             "as_of); `mode` in the response is what ran and `reason` says why. `local` holds "
             "a local result (the body of /search/local), `global_search` a global one."

@@ -41,7 +41,9 @@ from kg.search.models import (
     SearchMode,
     SearchRequest,
     SearchResponse,
+    TemplateResult,
 )
+from kg.search.routed import decide
 from kg.settings import Settings
 
 __all__ = [
@@ -55,10 +57,9 @@ __all__ = [
     "relation_id",
 ]
 
-#: ``auto`` until the router lands: hybrid (text, vector and graph fused) is never worse
-#: than its best part on the bundled benchmarks, so it is the safe default.
+#: ``auto``: the router decides, as in ``kg search`` (kg.search.routed.decide); when it picks
+#: global search, answers run hybrid: they cite passages and relations, not reports.
 AnswerMode = Literal["auto"] | SearchMode
-AUTO_MODE = "hybrid"
 MAX_ANSWER_LIMIT = 50
 MAX_QUOTE_CHARS = 500
 INSUFFICIENT = "The retrieved context does not answer this question."
@@ -66,6 +67,8 @@ INSUFFICIENT = "The retrieved context does not answer this question."
 
 class Retriever(Protocol):
     """What answers need from search (``kg.search.SearchService`` has it)."""
+
+    async def run_template(self, name: str, params: dict[str, Any]) -> TemplateResult: ...
 
     async def local_search(self, req: SearchRequest) -> SearchResponse: ...
 
@@ -82,7 +85,9 @@ class AnswerRequest(BaseModel):
 
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     mode: AnswerMode = Field(
-        "auto", description="Retrieval mode; `auto` is `hybrid` until the router lands."
+        "auto",
+        description="Retrieval mode; `auto`: the router picks, as in `POST /search` "
+        "(global becomes `hybrid`: answers cite passages and relations).",
     )
     depth: Depth = 2
     as_of: AsOf | None = Field(None, description="Answer as of this date or datetime.")
@@ -236,7 +241,12 @@ def _fit(found: SearchResponse, budget: int) -> tuple[list[ChunkHit], list[Conte
 async def answer(search: Retriever, settings: Settings, request: AnswerRequest) -> AnswerResponse:
     """Retrieve, then answer from the retrieved context with validated citations."""
     started = time.perf_counter()
-    mode = AUTO_MODE if request.mode == "auto" else request.mode
+    mode: SearchMode
+    if request.mode == "auto":
+        decided = await decide(search, settings, request.question, as_of=request.as_of is not None)
+        mode = "hybrid" if decided.mode == "global" else decided.mode
+    else:
+        mode = request.mode
     found = await search.local_search(
         SearchRequest(
             query=request.question,

@@ -136,7 +136,9 @@ class RoutedResponse(BaseModel):
     """One shape for every mode: which mode ran and why, and the local or global result."""
 
     requested: Mode = Field(description="The mode asked for.")
-    mode: Mode = Field(description="The mode that ran (auto resolves to vector, graph or global).")
+    mode: Mode = Field(
+        description="The mode that ran (auto resolves to text, hybrid, graph or global)."
+    )
     reason: str = Field(description="Why this mode: the router's rule, or `requested`.")
     linked: list[str] = Field(
         default_factory=list, description="Entities the question names (auto)."

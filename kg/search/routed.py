@@ -1,13 +1,15 @@
 """Search in any mode, ``auto`` by default: the router picks, the chosen search runs.
 
 For ``auto`` the question's phrases are linked to entity names and aliases through the
-read-only ``name_links`` template, then :func:`kg.search.router.route` decides. When the router
-picks global search and the graph has no community reports yet, graph search runs instead and the
-reason says so.
+read-only ``name_links`` template, then :func:`kg.search.router.route` decides
+(:func:`decide`; answers use the same decision, so ``auto`` means one thing everywhere). When
+the router picks global search and the graph has no community reports yet, hybrid search runs
+instead and the reason says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -25,21 +27,31 @@ from kg.search.router import link_by_names, phrases, route
 from kg.search.signals.communities import global_search
 from kg.settings import Settings
 
-__all__ = ["RouteChoice", "Searcher", "link", "routed_search"]
+__all__ = ["Decision", "RouteChoice", "Searcher", "decide", "link", "routed_search"]
 
 ROUTER_PROMPT = """\
 Pick how to search a knowledge graph for the question. `global`: the question is about the
-corpus as a whole (main themes, overall picture, all of something); `graph`: it is about
-named entities and their relations; `vector`: it asks for a specific passage or fact that
-names no entity. Give a one-sentence reason.
+corpus as a whole (main themes, overall picture, all of something); `graph`: it is only about
+relations between named entities; `text`: it quotes exact words to find; `hybrid`: anything
+else, including how-to and "what is" questions and questions about named entities (text,
+vector and graph search fused). Give a one-sentence reason.
 """
 
 
 class RouteChoice(BaseModel):
     """The optional LLM classifier's answer."""
 
-    mode: Literal["vector", "graph", "global"]
+    mode: Literal["text", "vector", "graph", "hybrid", "global"]
     reason: str = Field(min_length=1, max_length=300)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What ``auto`` runs for one question, why, and the entities the question names."""
+
+    mode: Literal["text", "vector", "graph", "hybrid", "global"]
+    reason: str
+    linked: list[str]
 
 
 class Searcher(Protocol):
@@ -66,6 +78,25 @@ async def link(searcher: Searcher, question: str) -> list[str]:
     return sorted({canonical[f] for f in link_by_names(question, canonical)})
 
 
+async def decide(
+    searcher: Searcher,
+    settings: Settings,
+    query: str,
+    *,
+    relation_filter: bool = False,
+    as_of: bool = False,
+) -> Decision:
+    """The router's choice for ``query`` (the rules, or the optional LLM classifier). A how-to
+    or "what is" question stays on hybrid and the classifier is not asked: it needs text hits."""
+    linked = await link(searcher, query)
+    decision = route(query, linked=linked, relation_filter=relation_filter, as_of=as_of)
+    if settings.communities.router_llm and not decision.keeps_text:
+        choice = await _llm_route(settings, query, linked)
+        if choice is not None:
+            return Decision(choice.mode, f"LLM classifier: {choice.reason}", linked)
+    return Decision(decision.mode, decision.reason, linked)
+
+
 async def routed_search(
     searcher: Searcher, settings: Settings, request: RoutedRequest
 ) -> RoutedResponse:
@@ -73,18 +104,14 @@ async def routed_search(
     linked: list[str] = []
     mode: Mode
     if request.mode == "auto":
-        linked = await link(searcher, request.query)
-        decision = route(
+        decision = await decide(
+            searcher,
+            settings,
             request.query,
-            linked=linked,
             relation_filter=bool(request.relation_types),
             as_of=request.as_of is not None,
         )
-        mode, reason = decision.mode, decision.reason
-        if settings.communities.router_llm:
-            choice = await _llm_route(settings, request.query, linked)
-            if choice is not None:
-                mode, reason = choice.mode, f"LLM classifier: {choice.reason}"
+        mode, reason, linked = decision.mode, decision.reason, decision.linked
     else:
         mode, reason = request.mode, "requested"
     if mode == "global":
@@ -105,7 +132,7 @@ async def routed_search(
                 linked=linked,
                 global_search=found,
             )
-        mode, reason = "graph", f"{reason}; no community reports yet, so graph search ran"
+        mode, reason = "hybrid", f"{reason}; no community reports yet, so hybrid search ran"
     local = SearchRequest.model_validate(
         {
             "query": request.query,

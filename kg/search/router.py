@@ -1,15 +1,23 @@
-"""The query router: ``mode=auto`` picks vector, local (graph) or global search, and says why.
+"""The query router: ``mode=auto`` picks text, hybrid, graph or global search, and says why.
 
 Rules over features of the question, in order (docs/search.md, "The router"):
 
 1. a relation-type filter or an ``as_of`` date was given -> **graph**: both only mean
    something over relations of named entities;
-2. the question asks about the corpus as a whole -> **global**: aggregation cues ("main",
+2. a how-to or "what is" question (``How do I ...``, ``How to ...``, ``What is X?``, ``Как
+   ...?``, ``Что такое ...``) -> **hybrid**, whatever else it says: its answer is a passage,
+   and a path that drops the text hits loses it (docs: 27 how-to questions, sec@3 51.9 when
+   they went to graph or vector, 88.9 on text);
+3. the question quotes exact words ("..." or `...`) and names no entity -> **text**: the
+   fulltext index is the signal that matches them;
+4. the question asks about the corpus as a whole -> **global**: aggregation cues ("main",
    "overall", "all the", "overview", "основные", "какие вообще", "в целом" ...) or words that
    name the corpus itself ("corpus", "documentation", "knowledge base"), even when it also
    names entities (in a live graph generic words such as "platform" are often aliases);
-3. the question names entities of the graph (names or aliases, whole words) -> **graph**;
-4. otherwise -> **vector**: a passage-level question the graph has no handle on.
+5. a weak aggregation cue ("most", "all", "which teams") and no entity named -> **global**;
+6. otherwise -> **hybrid**: text, vector and graph fused, which is never below its best part
+   on the four dev sets (docs/search.md, "Hybrid"); the entities the question names seed its
+   graph signal.
 
 The rules were written after the labelled set in ``tests/data/router/questions.tsv`` and tuned
 only on its dev part; the test part (a third, chosen by a hash of the question) is reported in
@@ -44,7 +52,7 @@ STOP_WORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-RoutedMode = Literal["vector", "graph", "global"]
+RoutedMode = Literal["text", "hybrid", "graph", "global"]
 
 MAX_PHRASE_WORDS = 4
 MAX_PHRASES = 64
@@ -55,10 +63,25 @@ _STRONG = re.compile(
     r"key themes|themes|trends|recurring|across|everything|all (?:the )?\w+|"
     r"most (?:important|critical|often)|biggest|major|"
     r"corpus|knowledge base|documentation|all documents|"
-    r"основн\w*|вообще|в целом|общ\w*|обзор\w*|обобщ\w*|главн\w*|ключев\w*|"
+    r"основн\w*|вообще|в целом|общ(?:ий|ая|ее|ие|ую|ей|их)|обзор\w*|обобщ\w*|главн\w*|"
+    r"ключев\w*|"
     r"перечисли|чаще всего|наиболее|повторя\w*|всех|всей|всё|все)\b",
     re.IGNORECASE,
 )
+# How-to and definition questions: their answer is a passage, so the text hits must stay.
+_HOW_TO = re.compile(
+    r"^\W*(?:how (?:do|can|could|should|would|does) (?:i|we|you|one)\b|how to\b|"
+    r"как (?:мне |нам |можно )?\w+(?:ть|ти|чь|ться)\b)",
+    re.IGNORECASE,
+)
+# "What is X?" with X one or two words, or "что такое": a definition.
+_WHAT_IS = re.compile(
+    r"^\W*(?:what(?: is|'s) (?:an? |the )?(?!this\b|these\b)[\w.\-]+(?: [\w.\-]+)?\W*$|"
+    r"что так(?:ое|ой|ая)\b)",
+    re.IGNORECASE,
+)
+# Exact words asked for: quoted or in backticks.
+_QUOTED = re.compile(r"[\"“«`][^\"”»`]{2,}[\"”»`]")
 # Weak cues: aggregation that also occurs in questions about one entity; they make a question
 # global only when it names no entity ("Which teams own the most services?").
 _WEAK = re.compile(r"\b(most|all|many|which teams|какие команды|больше всего)\b", re.IGNORECASE)
@@ -72,6 +95,8 @@ class Route:
     reason: str
     linked: tuple[str, ...] = ()
     cues: tuple[str, ...] = field(default_factory=tuple)
+    #: A how-to or "what is" question: whatever else decides, its path keeps the text hits.
+    keeps_text: bool = False
 
 
 def words(text: str) -> list[str]:
@@ -125,6 +150,16 @@ def route(
             x for x, on in (("a relation-type filter", relation_filter), ("as_of", as_of)) if on
         )
         return Route("graph", f"{given} given: a question over relations of entities", found)
+    if _HOW_TO.search(question) or _WHAT_IS.search(question):
+        kind = "a how-to" if _HOW_TO.search(question) else 'a "what is"'
+        return Route(
+            "hybrid",
+            f"{kind} question: its answer is a passage, text hits kept",
+            found,
+            keeps_text=True,
+        )
+    if not found and (quoted := _QUOTED.findall(question)):
+        return Route("text", f"quotes exact words ({', '.join(quoted)}) and names no entity")
     strong = tuple(m.group(0).lower() for m in _STRONG.finditer(question))
     weak = tuple(m.group(0).lower() for m in _WEAK.finditer(question))
     cues = tuple(dict.fromkeys(strong + weak))
@@ -136,9 +171,11 @@ def route(
             found,
             cues,
         )
+    if weak and not found:
+        return Route("global", f"aggregates ({', '.join(weak)}) and names no entity", found, cues)
     if found:
         note = f"; aggregation cue ({', '.join(cues)}) is about them" if cues else ""
-        return Route("graph", f"names entities of the graph: {', '.join(found)}{note}", found, cues)
-    if weak:
-        return Route("global", f"aggregates ({', '.join(weak)}) and names no entity", found, cues)
-    return Route("vector", "names no entity of the graph and asks no aggregate: passages", found)
+        return Route(
+            "hybrid", f"names entities of the graph: {', '.join(found)}{note}; fused", found, cues
+        )
+    return Route("hybrid", "names no entity of the graph and asks no aggregate: fused", found)

@@ -12,8 +12,9 @@ Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
   ranked by personalized PageRank over that subgraph of entities and chunks, restarting at the
   seeds. Entities and relations are ranked by seed weight x edge weight x type weight /
   (hop + 1), counting only relations valid at ``as_of`` (default: now).
-- ``hybrid``: the three chunk rankings fused by weighted reciprocal rank fusion; entities and
-  relations as in ``graph``.
+- ``hybrid``: the three chunk rankings fused by weighted reciprocal rank fusion, each signal's
+  weight scaled by its confidence for the question (:func:`kg.search.fusion.confidence_weights`);
+  entities and relations as in ``graph``.
 
 A request's path: :meth:`SearchService.local_search` checks it, translates the question
 (:mod:`kg.search.translate`), runs the mode's signals (:mod:`kg.search.signals`) concurrently,
@@ -46,7 +47,7 @@ from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
 from kg.search.entities import Entities
-from kg.search.fusion import fuse_chunks
+from kg.search.fusion import confidence_weights, fuse_chunks
 from kg.search.models import (
     DEPTHS,
     EntityDetail,
@@ -198,11 +199,14 @@ class SearchService:
             for name, result in done.items():
                 if result.fusion_scale is not None:
                     weights[name] = weights.get(name, 0.0) * result.fusion_scale
-            chunks = fuse_chunks(
-                {name: result.chunks for name, result in done.items()},
+            rankings = {name: result.chunks for name, result in done.items()}
+            weights = confidence_weights(
+                rankings,
                 weights,
-                self._search.fusion_k,
+                lead_rank=self._search.fusion_lead_rank,
+                anchor=self._search.fusion_anchor,
             )
+            chunks = fuse_chunks(rankings, weights, self._search.fusion_k)
         else:
             chunks = done[req.mode].chunks
         return SearchResponse(

@@ -93,15 +93,18 @@ def test_the_cli_routes_a_corpus_question_to_global_with_cited_context(
     assert "mode: global" in text.stdout
 
 
-def test_auto_sends_an_entity_question_to_graph_search(example: Driver, settings: Settings) -> None:
+def test_auto_sends_entity_questions_to_hybrid(example: Driver, settings: Settings) -> None:
+    # Round 3 (issue 25): named entities seed hybrid's graph signal; text hits are kept.
     response = _routed(settings, query="Who owns AuthService?")
-    assert response.mode == "graph"
+    assert response.mode == "hybrid"
     assert "AuthService" in response.linked
     assert response.local is not None
     assert response.local.entities
-    vector = _routed(settings, query="How long are refresh tokens valid?")
-    assert vector.mode == "vector"
-    assert vector.local is not None
+    passage = _routed(settings, query="How long are refresh tokens valid?")
+    assert passage.mode == "hybrid"
+    assert passage.local is not None
+    how_to = _routed(settings, query="How do I see all the main services?")  # global cues
+    assert how_to.mode == "hybrid", how_to.reason
     explicit = _routed(settings, query="anything at all", mode="global", limit=3)
     assert explicit.reason == "requested"
     assert explicit.global_search is not None
@@ -196,7 +199,7 @@ def test_the_per_request_budget_stops_global_search(example: Driver, settings: S
 def test_the_optional_llm_classifier_decides_and_the_rules_are_the_fallback(
     example: Driver, settings: Settings
 ) -> None:
-    question = "How long are refresh tokens valid?"  # the rules say vector
+    question = "How long are refresh tokens valid?"  # the rules say hybrid
 
     def configured(llm: ScriptedLLM) -> Settings:
         return settings.model_copy(
@@ -214,5 +217,10 @@ def test_the_optional_llm_classifier_decides_and_the_rules_are_the_fallback(
         assert llm.calls == 1
     with ScriptedLLM(responder=lambda r: Reply(status=500)) as llm:
         response = _routed(configured(llm), query=question)
-        assert response.mode == "vector"
+        assert response.mode == "hybrid"
         assert llm.calls >= 1
+    # A how-to question stays on hybrid: the classifier is not asked.
+    with ScriptedLLM(responder=lambda r: Reply(payload=choice)) as llm:
+        response = _routed(configured(llm), query="How do I rotate the OAuth signing keys?")
+        assert response.mode == "hybrid"
+        assert llm.calls == 0

@@ -254,6 +254,21 @@ def test_answer_cites_the_context_it_was_given(client: httpx.Client, scripted: S
     assert "insufficient_context" in _prompt(scripted.requests[0])
 
 
+def test_auto_answers_ask_the_router_as_search_does(
+    client: httpx.Client, scripted: ScriptedLLM
+) -> None:
+    """``auto`` means the router in answers too: as_of sends the question to graph search, a
+    whole-corpus question runs hybrid (answers cite passages, not community reports)."""
+    scripted.responder = _cite_first_chunk
+    dated = {"question": "Who owns AuthService?", "as_of": "2023-06-30"}
+    resp = client.post("/answer", json=dated)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["mode"] == "graph"
+    resp = client.post("/answer", json={"question": "What are the main risks overall?"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["mode"] == "hybrid"
+
+
 def test_an_invented_citation_is_reasked(client: httpx.Client, scripted: ScriptedLLM) -> None:
     invented = {
         "insufficient_context": False,
