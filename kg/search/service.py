@@ -49,6 +49,7 @@ from kg.search.models import (
     DEPTHS,
     EntityDetail,
     Neighborhood,
+    RerankOutcome,
     SearchRequest,
     SearchResponse,
     TemplateInfo,
@@ -56,6 +57,7 @@ from kg.search.models import (
     TranslatedQuestion,
 )
 from kg.search.ranking import Ranked, Weights
+from kg.search.rerank import Reranker
 from kg.search.signals import SIGNALS
 from kg.search.signals.base import Signal, SignalContext, SignalQuery, SignalResult
 from kg.search.translate import Translator
@@ -105,6 +107,8 @@ class SearchService:
         }
         self._entities = Entities(self.guard, settings.search, weights)
         self._translator = Translator(settings) if settings.search.translate else None
+        rerank = settings.search.rerank
+        self._reranker = Reranker(rerank) if rerank.enabled else None
         self._languages: tuple[float, tuple[LanguageCode, ...]] = (-math.inf, ())
 
     # -- start-up (kg.search.startup) ------------------------------------------------------
@@ -162,14 +166,20 @@ class SearchService:
 
     # -- the question search ---------------------------------------------------------------
 
-    async def local_search(self, req: SearchRequest, *, translate: bool = True) -> SearchResponse:
+    async def local_search(
+        self, req: SearchRequest, *, translate: bool = True, rerank: bool = True
+    ) -> SearchResponse:
         """Answer one question; see the module docstring for the modes. Start-up searches
-        pass ``translate=False``: they must never call an LLM."""
+        pass ``translate=False`` and ``rerank=False``: they must never call an LLM or a
+        rerank endpoint."""
         started = time.perf_counter()
         self._check(req)
         if req.relation_types:
             await self.guard.check_relation_types(req.relation_types)
         n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
+        reranker = self._reranker if rerank else None
+        if reranker is not None:  # the rerank stage (kg.search.rerank) sees the top N
+            n = max(n, self._search.rerank.top_n)
         translated, translation_error = (
             await self._translate(req.query) if translate else ({}, None)
         )
@@ -196,6 +206,9 @@ class SearchService:
             )
         else:
             chunks = done[req.mode].chunks
+        reranked: RerankOutcome | None = None
+        if reranker is not None:
+            chunks, reranked = await reranker.rerank(req.query, chunks)
         return SearchResponse(
             entities=ranked.entities[: req.limit],
             relations=ranked.relations[: req.limit],
@@ -204,6 +217,7 @@ class SearchService:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             translations=list(translated.values()),
             translation_error=translation_error,
+            rerank=reranked,
         )
 
     async def _translate(
