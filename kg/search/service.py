@@ -17,7 +17,8 @@ Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
 
 A request's path: :meth:`SearchService.local_search` checks it, translates the question
 (:mod:`kg.search.translate`), runs the mode's signals (:mod:`kg.search.signals`) concurrently,
-fuses their rankings (:mod:`kg.search.fusion`) and builds the response. Start-up and warm-up
+fuses their rankings (:mod:`kg.search.fusion`), lets the optional rerank stage reorder the top
+(:mod:`kg.search.rerank`, off by default) and builds the response. Start-up and warm-up
 live in :mod:`kg.search.startup`, lookups by id in :mod:`kg.search.entities`.
 
 Every query goes through :class:`~kg.cypher.guard.Guard`; this package builds no Cypher.
