@@ -95,9 +95,9 @@ class Reranker:
         headers = {"Accept": "application/json"}
         if self._settings.api_key is not None:
             headers["Authorization"] = f"Bearer {self._settings.api_key.get_secret_value()}"
-        if self._tls is None:
-            self._tls = httpx.create_ssl_context()
         try:
+            if self._tls is None:  # reads the CA file: off the event loop
+                self._tls = await asyncio.to_thread(httpx.create_ssl_context)
             async with (
                 httpx.AsyncClient(timeout=self._settings.timeout_s, verify=self._tls) as client,
                 client.stream("POST", self._settings.url, json=body, headers=headers) as resp,
@@ -112,7 +112,7 @@ class Reranker:
                 return bytes(data)
         except httpx.TimeoutException:
             raise RerankFailed(f"no answer within {self._settings.timeout_s:g} s") from None
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
             # The class only: an httpx message may carry the URL.
             raise RerankFailed(f"request failed ({type(exc).__name__})") from None
 
