@@ -343,6 +343,41 @@ class WriteSettings(BaseModel):
     )
 
 
+class RerankSettings(BaseModel):
+    """Search: the optional rerank stage (`KG_SEARCH__RERANK__*`; docs/search.md, "Rerank")."""
+
+    enabled: bool = Field(
+        False,
+        description="Reorder the fused top chunks of every local search by a `/rerank` "
+        "endpoint's scores. Off by default: it adds a network call per search.",
+    )
+    url: str | None = Field(
+        None, description="The endpoint's full URL, e.g. `http://localhost:8080/rerank`."
+    )
+    api_key: SecretStr | None = Field(None, description="Sent as `Authorization: Bearer`.")
+    model: str | None = Field(None, description="Sent as `model` when set (cohere shape).")
+    shape: Literal["cohere", "tei"] = Field(
+        "cohere",
+        description="`cohere` (also Jina, vLLM, llama.cpp server): `{query, documents}` -> "
+        "`{results: [{index, relevance_score}]}`; `tei`: `{query, texts}` -> `[{index, score}]`.",
+    )
+    top_n: int = Field(20, ge=1, le=200, description="Fused top chunks sent to be reranked.")
+    timeout_s: float = Field(
+        5.0, gt=0, le=120, description="Whole call; past it the fused order stands."
+    )
+    max_doc_chars: int = Field(
+        2000, ge=50, le=100_000, description="Characters of each chunk sent (the rest is cut)."
+    )
+
+    @model_validator(mode="after")
+    def _url_when_enabled(self) -> RerankSettings:
+        if self.enabled and not self.url:
+            raise ValueError("search.rerank.url is required when search.rerank.enabled is on")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError("search.rerank.url must be an http:// or https:// URL")
+        return self
+
+
 class SearchSettings(BaseModel):
     """Guarded local search."""
 
@@ -480,6 +515,9 @@ class SearchSettings(BaseModel):
         "jumping back to a seed).",
     )
     ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
+    rerank: RerankSettings = Field(
+        default_factory=RerankSettings, description="`KG_SEARCH__RERANK__*`, below."
+    )
 
     @field_validator("hub_degree", "fusion_lead_rank", "fusion_anchor", mode="before")
     @classmethod

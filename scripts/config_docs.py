@@ -64,11 +64,22 @@ def render() -> str:
             continue
         doc = (model.__doc__ or "").strip().splitlines()[0]
         parts.append(f"\n## {section}: {doc}\n\n| Variable | Default | Notes |\n|---|---|---|")
-        for name, field in model.model_fields.items():
-            note = (field.description or "").replace("|", "\\|")
-            env = (field.alias or name).upper()  # the name the environment uses
-            parts.append(f"| `KG_{section.upper()}__{env}` | {_default(field)} | {note} |")
+        parts += _rows(f"KG_{section.upper()}", model)
     return "\n".join(parts) + "\n"
+
+
+def _rows(prefix: str, model: type[BaseModel]) -> list[str]:
+    """One table row per field; a nested model (`search.rerank`) lists its own fields."""
+    rows: list[str] = []
+    for name, field in model.model_fields.items():
+        env = f"{prefix}__{(field.alias or name).upper()}"  # the name the environment uses
+        nested = field.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            rows += _rows(env, nested)
+            continue
+        note = (field.description or "").replace("|", "\\|")
+        rows.append(f"| `{env}` | {_default(field)} | {note} |")
+    return rows
 
 
 if __name__ == "__main__":

@@ -110,6 +110,11 @@ class ChunkHit(BaseModel):
     document_id: str
     document_path: str
     score: float
+    rerank_score: float | None = Field(
+        None,
+        description="The rerank endpoint's score, when search.rerank reordered this chunk "
+        "(``score`` stays the retrieval score).",
+    )
 
 
 #: Names one translation may list, and the longest name kept.
@@ -150,6 +155,17 @@ class QuestionTranslation(BaseModel):
     translations: list[TranslatedQuestion] = Field(min_length=1, max_length=len(LANGUAGES))
 
 
+class RerankOutcome(BaseModel):
+    """What the rerank stage did to one search (search.rerank; docs/search.md, "Rerank")."""
+
+    applied: bool = Field(description="True when the endpoint's scores set the chunks' order.")
+    reranked: int = Field(description="Chunks sent to the endpoint (the fused top N).")
+    error: str | None = Field(
+        None, description="Why the endpoint's answer was not used; the fused order stands."
+    )
+    took_ms: float = 0.0
+
+
 class SearchResponse(BaseModel):
     entities: list[EntityHit]
     relations: list[RelationHit]
@@ -163,6 +179,9 @@ class SearchResponse(BaseModel):
     )
     translation_error: str | None = Field(
         None, description="Why translation failed; the search ran on the question alone."
+    )
+    rerank: RerankOutcome | None = Field(
+        None, description="The rerank stage's outcome; null when search.rerank is off."
     )
 
 

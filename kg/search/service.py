@@ -18,7 +18,8 @@ Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
 
 A request's path: :meth:`SearchService.local_search` checks it, translates the question
 (:mod:`kg.search.translate`), runs the mode's signals (:mod:`kg.search.signals`) concurrently,
-fuses their rankings (:mod:`kg.search.fusion`) and builds the response. Start-up and warm-up
+fuses their rankings (:mod:`kg.search.fusion`), lets the optional rerank stage reorder the top
+(:mod:`kg.search.rerank`, off by default) and builds the response. Start-up and warm-up
 live in :mod:`kg.search.startup`, lookups by id in :mod:`kg.search.entities`.
 
 Every query goes through :class:`~kg.cypher.guard.Guard`; this package builds no Cypher.
@@ -52,6 +53,7 @@ from kg.search.models import (
     DEPTHS,
     EntityDetail,
     Neighborhood,
+    RerankOutcome,
     SearchRequest,
     SearchResponse,
     TemplateInfo,
@@ -59,6 +61,7 @@ from kg.search.models import (
     TranslatedQuestion,
 )
 from kg.search.ranking import Ranked, Weights
+from kg.search.rerank import Reranker
 from kg.search.signals import SIGNALS
 from kg.search.signals.base import Signal, SignalContext, SignalQuery, SignalResult
 from kg.search.translate import Translator
@@ -108,6 +111,8 @@ class SearchService:
         }
         self._entities = Entities(self.guard, settings.search, weights)
         self._translator = Translator(settings) if settings.search.translate else None
+        rerank = settings.search.rerank
+        self._reranker = Reranker(rerank) if rerank.enabled else None
         self._languages: tuple[float, tuple[LanguageCode, ...]] = (-math.inf, ())
 
     # -- start-up (kg.search.startup) ------------------------------------------------------
@@ -165,14 +170,20 @@ class SearchService:
 
     # -- the question search ---------------------------------------------------------------
 
-    async def local_search(self, req: SearchRequest, *, translate: bool = True) -> SearchResponse:
+    async def local_search(
+        self, req: SearchRequest, *, translate: bool = True, rerank: bool = True
+    ) -> SearchResponse:
         """Answer one question; see the module docstring for the modes. Start-up searches
-        pass ``translate=False``: they must never call an LLM."""
+        pass ``translate=False`` and ``rerank=False``: they must never call an LLM or a
+        rerank endpoint."""
         started = time.perf_counter()
         self._check(req)
         if req.relation_types:
             await self.guard.check_relation_types(req.relation_types)
         n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
+        reranker = self._reranker if rerank else None
+        if reranker is not None:  # the rerank stage (kg.search.rerank) sees the top N
+            n = max(n, self._search.rerank.top_n)
         translated, translation_error = (
             await self._translate(req.query) if translate else ({}, None)
         )
@@ -209,6 +220,9 @@ class SearchService:
             chunks = fuse_chunks(rankings, weights, self._search.fusion_k)
         else:
             chunks = done[req.mode].chunks
+        reranked: RerankOutcome | None = None
+        if reranker is not None:
+            chunks, reranked = await reranker.rerank(req.query, chunks)
         return SearchResponse(
             entities=ranked.entities[: req.limit],
             relations=ranked.relations[: req.limit],
@@ -217,6 +231,7 @@ class SearchService:
             took_ms=round((time.perf_counter() - started) * 1000, 3),
             translations=list(translated.values()),
             translation_error=translation_error,
+            rerank=reranked,
         )
 
     async def _translate(

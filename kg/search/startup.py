@@ -101,7 +101,7 @@ async def warm_searches(service: SearchService) -> int:
         for i, name in enumerate(names[:count]):
             depth, mode = _WARM_SEARCHES[i % len(_WARM_SEARCHES)]
             req = SearchRequest(query=f"What does {name} depend on?", depth=depth, mode=mode)
-            await service.local_search(req, translate=False)
+            await service.local_search(req, translate=False, rerank=False)
             ran += 1
     except (KGError, ValueError) as exc:  # ValueError: a sampled name no request takes
         logger.warning("start-up warm-up search stopped early: %s", exc)

@@ -75,9 +75,10 @@ def test_local_search_returns_entities_relations_and_provenance(client: httpx.Cl
     body = resp.json()
     assert set(body) == {
         "entities", "relations", "chunks", "template", "took_ms", "translations",
-        "translation_error",
+        "translation_error", "rerank",
     }  # fmt: skip
     assert body["translations"] == []  # search.translate is off by default
+    assert body["rerank"] is None  # search.rerank is off by default
     ids = {e["id"] for e in body["entities"]}
     assert "ent-payments" in ids
     assert any(r["type"] == "DEPENDS_ON" for r in body["relations"])
