@@ -158,6 +158,26 @@ def _translate(exc: Exception, usage: TokenUsage) -> LLMCallError:
     )
 
 
+def _create_kwargs(
+    endpoint: Endpoint,
+    response_model: type[BaseModel],
+    messages: Sequence[Mapping[str, str]],
+    retries: int | AsyncRetrying | Retrying,
+    context: Mapping[str, Any] | None,
+    temperature: float | None,
+) -> dict[str, Any]:
+    """One structured call's arguments, the same for the async and the blocking twin."""
+    return {
+        "model": endpoint.model,
+        "messages": list(messages),
+        "response_model": response_model,
+        "max_retries": retries,
+        "context": dict(context) if context is not None else None,
+        "temperature": endpoint.temperature if temperature is None else temperature,
+        **_call_options(endpoint),
+    }
+
+
 class InstructorLLM:
     """:class:`~kg.llm.protocol.StructuredLLM` over ``openai.AsyncOpenAI`` patched by instructor.
 
@@ -208,13 +228,9 @@ class InstructorLLM:
         with metering() as meter:
             try:
                 value, _completion = await self._client.chat.completions.create_with_completion(
-                    model=self.endpoint.model,
-                    messages=list(messages),  # type: ignore[arg-type]
-                    response_model=response_model,
-                    max_retries=retries,
-                    context=dict(context) if context is not None else None,
-                    temperature=self.endpoint.temperature if temperature is None else temperature,
-                    **_call_options(self.endpoint),
+                    **_create_kwargs(
+                        self.endpoint, response_model, messages, retries, context, temperature
+                    )
                 )
             except (InstructorError, openai.OpenAIError) as exc:
                 raise _translate(exc, meter.usage()) from exc
@@ -260,13 +276,9 @@ class SyncInstructorLLM:
         with metering() as meter:
             try:
                 value, _completion = client.chat.completions.create_with_completion(
-                    model=self.endpoint.model,
-                    messages=list(messages),  # type: ignore[arg-type]
-                    response_model=response_model,
-                    max_retries=retries,
-                    context=dict(context) if context is not None else None,
-                    temperature=self.endpoint.temperature if temperature is None else temperature,
-                    **_call_options(self.endpoint),
+                    **_create_kwargs(
+                        self.endpoint, response_model, messages, retries, context, temperature
+                    )
                 )
             except (InstructorError, openai.OpenAIError) as exc:
                 raise _translate(exc, meter.usage()) from exc
