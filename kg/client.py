@@ -202,7 +202,7 @@ class _GraphConfig:
             return run_migrate(
                 driver,
                 self.database,
-                make_writer(self.settings, driver),
+                make_writer(self.settings, driver, self.chunk_embedder),
                 entity_embedder=self.embedder,
                 chunk_embedder=self.chunk_embedder,
             )

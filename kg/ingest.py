@@ -103,6 +103,7 @@ class IngestSummary:
     relations_created: int = 0
     relations_updated: int = 0
     relations_closed: int = 0
+    facts_created: int = 0  # fact nodes (the relations' embedded texts) new in this run
     docgraph_entities: int = 0  # new entities from titles, headings, links, declarations
     docgraph_mentions: int = 0  # chunk-entity mentions found by the document graph
     llm_calls: int = 0
@@ -172,8 +173,14 @@ class _Clock:
             self._summary.timings[name] = round(self._summary.timings.get(name, 0.0) + spent, 3)
 
 
-def make_writer(settings: Settings, driver: Driver) -> GraphWriter:
-    """The writer with the type policy and bounds from settings (and the ontology's predicates)."""
+def make_writer(
+    settings: Settings, driver: Driver, fact_embedder: Embedder | None = None
+) -> GraphWriter:
+    """The writer with the type policy and bounds from settings (and the ontology's predicates).
+
+    Facts are embedded by ``fact_embedder``, by default the configured chunk embedder (built
+    here, loaded on first use).
+    """
     ontology = ontology_from_settings(settings.extract)
     always = {*settings.write.typed_predicates, *(ontology.predicates or ())}
     return GraphWriter(
@@ -192,6 +199,7 @@ def make_writer(settings: Settings, driver: Driver) -> GraphWriter:
             timeout_s=settings.write.timeout_s,
             max_type_labels=settings.write.max_type_labels,
         ),
+        fact_embedder=fact_embedder or make_chunk_embedder(settings.chunks),
     )
 
 
@@ -223,8 +231,8 @@ def ingest(
     source = _source(root, namespace)
     summary = IngestSummary(root=printable_path(str(root)), source=source, dry_run=dry_run)
     clock = _Clock(summary, progress)
-    writer = make_writer(settings, driver)
     embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
+    writer = make_writer(settings, driver, chunk_embedder)
 
     with clock.stage("load"):
         plan = _plan(
@@ -472,6 +480,7 @@ def _write(
     summary.relations_created = counts.relationships_created
     summary.relations_updated = counts.relations_written - counts.relationships_created
     summary.relations_closed = counts.relations_closed
+    summary.facts_created = counts.facts_written
     progress.advance()
     writer.complete_documents([row for row in doc_rows if row.id not in incomplete])
     progress.advance()

@@ -19,6 +19,13 @@ most 4 UTF-8 bytes, so 1,024 characters are at most 4,096 bytes, half of Neo4j's
   identifiers stay two documents. A ``--namespace`` over the bound is refused
   (:func:`check_namespace`): it names a whole run, and the user can shorten it.
 
+- :data:`MAX_FACT_CHARS` (1,024) for a fact's text (``subject predicate object``, embedded for
+  the ``fact_embedding`` vector index): its names are already bounded, the cut keeps any future
+  caller's text bounded too. :data:`MAX_FACT_KEY_CHARS` (2,000) for a fact's id (its relation's
+  key, indexed by the ``fact_id`` constraint): 2,000 characters are at most 8,000 bytes. kg's own
+  entity ids are 20 characters, so only a library caller's 900-character entity ids could make a
+  longer key; such a relation gets no fact node.
+
 The graph writer applies the same cuts again to every row it writes, so no caller of the
 library can reach an index with an unbounded value either.
 
@@ -33,6 +40,8 @@ import hashlib
 
 __all__ = [
     "INDEX_KEY_BYTES",
+    "MAX_FACT_CHARS",
+    "MAX_FACT_KEY_CHARS",
     "MAX_KEY_CHARS",
     "MAX_NAME_CHARS",
     "check_namespace",
@@ -45,6 +54,8 @@ __all__ = [
 INDEX_KEY_BYTES = 8167  # Neo4j 5.26: the largest key a range index holds
 MAX_NAME_CHARS = 300
 MAX_KEY_CHARS = 1024
+MAX_FACT_CHARS = 1024
+MAX_FACT_KEY_CHARS = 2000
 _ELLIPSIS = "…"
 _HASH_CHARS = 16
 

@@ -31,11 +31,14 @@ from kg.errors import GraphModelError
 # 4: each chunk is stored in one language (Chunk.language, label ChunkEn or ChunkRu) and searched
 #    in that language's fulltext index (chunk_text_en, chunk_text_ru), which replace chunk_text;
 #    entities carry their type's label (:Entity:Service) for Browser's colours, within a bound.
-MODEL_VERSION = 4
+# 5: every Entity-to-Entity relation also has a (:Fact) node, its "subject predicate object"
+#    text embedded by the chunk embedder (vector index fact_embedding), ABOUT both its ends.
+MODEL_VERSION = 5
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.
 EMBEDDER_INDEXES = {
     "entity": ("entity_embedding", "KG_RESOLVE__EMBEDDER / KG_RESOLVE__EMBEDDING_DIM"),
+    # Facts are embedded by the chunk embedder: one record covers both indexes.
     "chunk": ("chunk_embedding", "KG_CHUNKS__EMBEDDER / KG_CHUNKS__EMBEDDING_DIM"),
 }
 

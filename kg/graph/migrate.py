@@ -27,15 +27,22 @@ Model 3 -> 4:
 3. entities get their type's label (``:Entity:Service``, :mod:`kg.graph.type_labels`), within
    ``write.max_type_labels``.
 
-On a current graph, ``kg migrate`` re-embeds the chunks or entities whose recorded embedder
-differs from the configured one (the fix :func:`kg.graph.meta.refuse_other_embedders` names).
+Model 4 -> 5:
+1. every Entity-to-Entity relation with a key gets its ``(:Fact)`` node (kg/graph/facts.py): its
+   text embedded with the chunk embedder, ``ABOUT`` its subject and object. Subjects are read
+   in keyset pages (entity id order), and only relations without a fact yet, so a migration
+   that stops midway resumes where it stood.
+
+On a current graph, ``kg migrate`` re-embeds the chunks (and facts, which share the chunk
+embedder) or entities whose recorded embedder differs from the configured one (the fix
+:func:`kg.graph.meta.refuse_other_embedders` names).
 Every step is idempotent, so a migration that stops midway can simply be run again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, LiteralString
 
 from neo4j import Driver, Record
@@ -43,6 +50,7 @@ from neo4j import Driver, Record
 from kg.documents import document_id
 from kg.errors import StoreError
 from kg.extract.predicates import normalize_predicate
+from kg.graph.facts import pages as fact_pages
 from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp, stamp_embedders
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.graph.writer import GraphWriter
@@ -127,6 +135,26 @@ UNWIND $rows AS row
 MATCH (e:Entity) WHERE e.type = row.type
 CALL (e, row) { SET e:$(row.label) } IN TRANSACTIONS OF 10000 ROWS
 """
+_FACT_PAGE: LiteralString = """
+MATCH (f:Fact) WHERE f.id > $after
+RETURN f.id AS id, coalesce(f.text, '') AS text ORDER BY f.id LIMIT $limit
+"""
+_SET_FACT_VECTORS: LiteralString = """
+UNWIND $rows AS row MATCH (f:Fact {id: row.id}) SET f.embedding = row.embedding
+"""
+# A page of subjects (entity id order, the uniqueness index gives it) with their relations that
+# have no fact yet: what model 4 -> 5 embeds. Relations without a key (none that kg wrote) and
+# structural edges (IN_COMMUNITY ends at a Community) are not facts.
+_FACTLESS_PAGE: LiteralString = """
+MATCH (a:Entity) WHERE a.id > $after
+WITH a ORDER BY a.id LIMIT $limit
+OPTIONAL MATCH (a)-[r]->(b:Entity)
+WHERE r.key IS NOT NULL AND NOT EXISTS { MATCH (:Fact {id: r.key}) }
+RETURN a.id AS id,
+       collect({key: r.key, subject_id: a.id, subject: a.name, predicate: r.predicate,
+                object_id: b.id, object: b.name}) AS relations
+ORDER BY id
+"""
 _SET_ENTITY_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
 """
@@ -143,6 +171,8 @@ class MigrationReport:
     entities_reembedded: int = 0
     chunks_labelled: int = 0
     entities_labelled: int = 0
+    facts_created: int = 0
+    facts_reembedded: int = 0
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +206,8 @@ def migrate(
         report.entities_labelled = label_entity_types(
             driver, database, writer.bounds.max_type_labels
         )
+    if found is not None and found < 5:
+        report.facts_created = create_facts(driver, database, writer, chunk_embedder)
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():
@@ -190,6 +222,8 @@ def migrate(
             done = _reembed(driver, database, kind, embedder)
             if kind == "chunk":
                 report.chunks_reembedded = done
+                # Facts share the chunk embedder (all of them: simple, and always right).
+                report.facts_reembedded = _reembed(driver, database, "fact", embedder)
             else:
                 report.entities_reembedded = done
         stamp_embedders(driver, database, {kind: identity})
@@ -271,11 +305,11 @@ def _pages(driver: Driver, database: str, page: LiteralString) -> Iterator[list[
 
 def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> int:
     """Embed every chunk's text (or entity's name) again, a page per transaction."""
-    page, write = (
-        (_CHUNK_PAGE, _SET_CHUNK_VECTORS)
-        if kind == "chunk"
-        else (_ENTITY_PAGE, _SET_ENTITY_VECTORS)
-    )
+    page, write = {
+        "chunk": (_CHUNK_PAGE, _SET_CHUNK_VECTORS),
+        "fact": (_FACT_PAGE, _SET_FACT_VECTORS),
+        "entity": (_ENTITY_PAGE, _SET_ENTITY_VECTORS),
+    }[kind]
     total = 0
     for records in _pages(driver, database, page):
         vectors = embedder.embed([r["text"] for r in records])
@@ -285,6 +319,25 @@ def _reembed(driver: Driver, database: str, kind: str, embedder: Embedder) -> in
         ]
         driver.execute_query(write, rows=rows, database_=database)
         total += len(rows)
+    return total
+
+
+def create_facts(
+    driver: Driver, database: str, writer: GraphWriter, embedder: Embedder | None
+) -> int:
+    """Give every relation that has none its fact node (model 4 -> 5); how many were made.
+
+    Embedded with ``embedder`` (the configured chunk embedder), else the writer's.
+    """
+    embedder = embedder or writer.fact_embedder
+    if embedder is None:
+        raise StoreError("graph model 5 embeds every relation as a fact: no chunk embedder given")
+    fact_writer = replace(writer, fact_embedder=embedder)
+    total = 0
+    for records in _pages(driver, database, _FACTLESS_PAGE):
+        relations = [rel for r in records for rel in r["relations"] if rel["key"] is not None]
+        for page in fact_pages(relations, writer.batch_size):
+            total += fact_writer.upsert_facts(page)
     return total
 
 

@@ -51,6 +51,7 @@ def _names(driver: Driver, database: str) -> set[str]:
 _DIMENSION_SETTINGS = {
     "entity_embedding": "KG_RESOLVE__EMBEDDING_DIM",
     "chunk_embedding": "KG_CHUNKS__EMBEDDING_DIM",
+    "fact_embedding": "KG_CHUNKS__EMBEDDING_DIM",
 }
 
 
@@ -64,14 +65,16 @@ def apply_schema(
 ) -> SchemaReport:
     """Create what is missing; leave the rest. Safe to run any number of times.
 
-    ``dimension`` is the entity vector index's, ``chunk_dimension`` the chunk index's (default:
-    the same).
+    ``dimension`` is the entity vector index's, ``chunk_dimension`` the chunk and fact
+    indexes' (default: the same).
     """
     before = _names(driver, database)
     statements = read_statements(folder)
+    chunk_dims = dimension if chunk_dimension is None else chunk_dimension
     dims = {
         "entity_embedding": dimension,
-        "chunk_embedding": dimension if chunk_dimension is None else chunk_dimension,
+        "chunk_embedding": chunk_dims,
+        "fact_embedding": chunk_dims,  # facts are embedded by the chunk embedder
     }
     for statement in statements:
         # Schema files are trusted project files, never user data.

@@ -28,10 +28,12 @@ from typing import Any, LiteralString, TypeVar, cast
 from neo4j import Driver, ManagedTransaction, unit_of_work
 
 from kg.errors import StoreError
+from kg.graph.facts import UPSERT_FACTS, fact_rows, pages
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.languages import BY_CODE, LanguageCode
 from kg.limits import MAX_NAME_CHARS, cut_key, cut_name
 from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
+from kg.resolve.vectors import Embedder
 
 T = TypeVar("T")
 
@@ -109,19 +111,31 @@ ON MATCH SET
     r.last_seen = $now
 """
 
+# The relation's fact (kg/graph/facts.py) follows it in the same transaction: provenance and
+# validity are copied; a relation without a fact yet is returned, for the writer to embed its
+# text and write the fact. SET on a missing (null) fact does nothing.
+_SYNC_FACT: LiteralString = """
+WITH a, r, b
+OPTIONAL MATCH (f:Fact {id: r.key})
+SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo
+WITH a, r, b WHERE f IS NULL
+RETURN r.key AS key, a.id AS subject_id, a.name AS subject, r.predicate AS predicate,
+       b.id AS object_id, b.name AS object
+"""
+
 # Measured on Neo4j 5.26 (docs/architecture.md): MERGE with a dynamic type `[r:$(row.type)]`
 # ran ~15x slower than a static type, so rows are grouped by stored type and each group runs
 # this text with __TYPE__ replaced by a name that passed the allowlist. Stored types are
 # bounded (see _predicate_storage), so the texts, and the server's plan cache, stay bounded.
 _UPSERT_RELATIONS_TEMPLATE = (
-    _MATCH_ENDS + "MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)" + _SET_RELATION
+    _MATCH_ENDS + "MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)" + _SET_RELATION + _SYNC_FACT
 )
 
 # Small groups of a typed predicate share this one text (the type is a parameter here, after
 # the same allowlist): planning a new text costs ~200 ms on the server, more than a dynamic-type
 # MERGE of a few dozen rows (docs/architecture.md, "Open vocabulary").
 _UPSERT_RELATIONS_DYNAMIC: LiteralString = (
-    _MATCH_ENDS + "MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)" + _SET_RELATION
+    _MATCH_ENDS + "MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)" + _SET_RELATION + _SYNC_FACT
 )
 
 # The predicate catalogue: one node per predicate ever written, with the type that stores it.
@@ -157,6 +171,9 @@ _CLOSE_EDGES: LiteralString = """
 UNWIND $rows AS row
 MATCH ()-[r]->() WHERE elementId(r) = row.rel
 SET r.validTo = row.valid_to, r.closed_by = row.closed_by
+WITH r
+OPTIONAL MATCH (f:Fact {id: r.key})
+SET f.validTo = r.validTo
 """
 
 _EXISTING_DOCUMENTS: LiteralString = """
@@ -171,13 +188,18 @@ RETURN e.id AS id, e.name AS name, e.type AS type, coalesce(e.aliases, []) AS al
 """
 
 # Removing a document's contents: its chunks go; relations keep only chunk ids of other
-# documents and disappear when none remain; entities nothing mentions or relates go too.
+# documents and disappear when none remain, their facts with them; entities nothing mentions
+# or relates go too. (DETACH DELETE of a missing fact, null, does nothing.)
 _DETACH_CHUNK_IDS: LiteralString = """
 UNWIND $ids AS doc_id
 MATCH (c:Chunk {document_id: doc_id})-[:MENTIONS]->(e:Entity)-[r]-(:Entity)
 WITH DISTINCT r, collect(DISTINCT c.id) AS gone
 SET r.chunk_ids = [x IN r.chunk_ids WHERE NOT x IN gone]
-WITH r WHERE size(r.chunk_ids) = 0
+WITH r
+OPTIONAL MATCH (f:Fact {id: r.key})
+SET f.chunk_ids = r.chunk_ids
+WITH r, f WHERE size(r.chunk_ids) = 0
+DETACH DELETE f
 DELETE r
 """
 
@@ -272,6 +294,7 @@ class WriteCounts:
     relationships_created: int = 0
     relations_written: int = 0
     relations_closed: int = 0
+    facts_written: int = 0
     properties_set: int = 0
     batches: int = 0
     entities_deleted: int = 0
@@ -313,6 +336,10 @@ class GraphWriter:
     bounds: Bounds = field(default_factory=Bounds)
     # A typed group this large gets its own statement text; smaller ones share the dynamic one.
     static_min_rows: int = 100
+    # Embeds each new relation's fact text (kg/graph/facts.py): the chunk embedder, so the
+    # fact index shares the chunk index's dimension and embedder. None writes no facts (a
+    # model 4 graph, for tests of kg migrate); kg's own writers always have one.
+    fact_embedder: Embedder | None = None
 
     # -- reads the pipeline needs ------------------------------------------------------------
 
@@ -429,21 +456,37 @@ class GraphWriter:
             )
         counts = WriteCounts()
         small: list[dict[str, Any]] = []
+        factless: list[Any] = []  # relations written whose fact does not exist yet
         for rel_type, rows in sorted(by_type.items()):
             if rel_type != GENERIC_RELATION_TYPE and len(rows) < self.static_min_rows:
                 _relations_query(rel_type)  # the same allowlist check as a rendered text
                 small += [{**row, "type": rel_type} for row in rows]
             else:
-                counts.add(self._batched(_relations_query(rel_type), rows))
+                counts.add(self._batched(_relations_query(rel_type), rows, factless))
         if small:
-            counts.add(self._batched(_UPSERT_RELATIONS_DYNAMIC, small))
+            counts.add(self._batched(_UPSERT_RELATIONS_DYNAMIC, small, factless))
         counts.relations_written = len(merged)
+        # Facts before closing: closing an edge then closes its fact too.
+        counts.facts_written = self.upsert_facts(factless)
         pairs = sorted(
             {(r.source, r.predicate) for r in merged if r.predicate in self.single_valued}
         )
         for batch in _batches([{"source": s, "predicate": p} for s, p in pairs], self.batch_size):
             counts.relations_closed += self._close_superseded(batch)
         return counts
+
+    def upsert_facts(self, relations: Sequence[Mapping[str, Any]]) -> int:
+        """Embed and write the facts of these relations (records with key, subject_id,
+        subject, predicate, object_id, object); how many were written."""
+        if self.fact_embedder is None:
+            return 0
+        written = 0
+        for page in pages(relations, self.batch_size):
+            rows = fact_rows(page, self.fact_embedder)
+            if rows:
+                self._write_summary(UPSERT_FACTS, rows)
+                written += len(rows)
+        return written
 
     def predicate_storage(self, counts: Mapping[str, int]) -> dict[str, str]:
         """The relationship type storing each predicate, deciding (once) for new ones.
@@ -538,25 +581,35 @@ class GraphWriter:
             "max_chunk_ids": self.bounds.max_chunk_ids,
         }
 
-    def _batched(self, query: LiteralString, rows: list[dict[str, Any]]) -> WriteCounts:
+    def _batched(
+        self, query: LiteralString, rows: list[dict[str, Any]], returned: list[Any] | None = None
+    ) -> WriteCounts:
+        """Run ``query`` per batch; what it returns is added to ``returned`` when given."""
         counts = WriteCounts()
         for batch in _batches(rows, self.batch_size):
-            summary = self._write_summary(query, batch)
+            summary = self._write_summary(query, batch, returned)
             counts.nodes_created += summary.nodes_created
             counts.relationships_created += summary.relationships_created
             counts.properties_set += summary.properties_set
             counts.batches += 1
         return counts
 
-    def _write_summary(self, query: LiteralString, rows: list[Any]) -> Any:
+    def _write_summary(
+        self, query: LiteralString, rows: list[Any], returned: list[Any] | None = None
+    ) -> Any:
         params = self._parameters("rows", rows)
 
         @unit_of_work(timeout=self.bounds.timeout_s)
-        def work(tx: ManagedTransaction) -> Any:
-            return tx.run(query, params).consume().counters
+        def work(tx: ManagedTransaction) -> tuple[Any, list[dict[str, Any]]]:
+            result = tx.run(query, params)
+            records = [r.data() for r in result]
+            return result.consume().counters, records
 
         with self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+            counters, records = session.execute_write(work)
+        if returned is not None:
+            returned.extend(records)  # after the commit: a retried transaction adds once
+        return counters
 
     def _write(self, query: LiteralString, rows: list[Any], *, key: str = "rows") -> list[Any]:
         params = self._parameters(key, rows)
