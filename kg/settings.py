@@ -523,14 +523,14 @@ class SearchSettings(BaseModel):
         "the chunk embedder; their ends seed PageRank. 0: names only.",
     )
     fact_weight: float = Field(
-        3.0,
+        0.5,
         ge=0,
         le=100,
         description="Graph: the fact seeds' total weight, as a multiple of the linked names' "
         "(or 1 when no name links).",
     )
     passage_reset: int = Field(
-        20,
+        0,
         ge=0,
         le=200,
         description="Graph: chunks nearest the question (chunk vector index) that PageRank "

@@ -246,6 +246,16 @@ FACTS_BY_VECTOR: LiteralString = (
     "LIMIT $k"
 )
 
+# The per-process fact matrix's pages (kg/search/facts.py): facts in id order (the fact_id
+# constraint's index serves the order and the seek past $after), with both ends and the vector.
+FACT_PAGE: LiteralString = (
+    "MATCH (f:Fact) WHERE f.id > $after\n"
+    "WITH f ORDER BY f.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
+    "       embedding: f.embedding})[..$read_rows] AS rows"
+)
+
 EVIDENCE_CHUNKS: LiteralString = (
     "CALL () {\n"
     "  UNWIND $chunk_ids AS cid\n"

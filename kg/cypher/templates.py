@@ -24,6 +24,7 @@ from kg.cypher.params import (
     EntitySeedsParams,
     EntitySourcesParams,
     EvidenceChunksParams,
+    FactPageParams,
     FactsByVectorParams,
     MentionPageParams,
     NameLinksParams,
@@ -222,6 +223,16 @@ TEMPLATES: tuple[Template, ...] = (
         params=FactsByVectorParams,
         texts=_one(render.FACTS_BY_VECTOR),
         row_cap=100,
+        temporal=False,
+    ),
+    Template(
+        name="fact_page",
+        description="A page of facts in id order, after a given id: both ends' ids and the "
+        "embedding; local search keeps the fact vectors per process and graph change.",
+        params=FactPageParams,
+        texts=_one(render.FACT_PAGE),
+        row_cap=5000,
+        packed=True,
         temporal=False,
     ),
     Template(

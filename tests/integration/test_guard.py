@@ -310,6 +310,8 @@ def test_templates_marked_without_temporals_return_plain_json(
         "graph_counts": {},
         "name_page": {},
         "mention_page": {},
+        "fact_page": {},
+        "facts_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
     }
     assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
     for name, params in calls.items():

@@ -45,6 +45,7 @@ PINNED = {
     ("entity_links", "default"): "549e329741caddbe",
     ("mention_page", "default"): "c7de3df4602d9a9b",
     ("facts_by_vector", "default"): "ee6173e1a09f30e1",
+    ("fact_page", "default"): "c68b2a7a4b1f2d6f",
     ("passage_hop", "default"): "ea35ee02b379c5e0",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
@@ -129,6 +130,13 @@ def test_retrieval_templates_verbatim() -> None:
         "       f.chunk_ids[..20] AS chunk_ids, score\n"
         "ORDER BY score DESC\n"
         "LIMIT $k"
+    )
+    assert REGISTRY.get("fact_page").texts["default"] == (
+        "MATCH (f:Fact) WHERE f.id > $after\n"
+        "WITH f ORDER BY f.id\n"
+        "LIMIT $limit\n"
+        "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
+        "       embedding: f.embedding})[..$read_rows] AS rows"
     )
     assert REGISTRY.get("mention_page").texts["default"] == (
         "MATCH (c:Chunk) WHERE c.id > $after\n"

@@ -31,6 +31,7 @@ from kg.cypher.params import (
     SeedExpansionParams,
 )
 from kg.search.entities import entity_details
+from kg.search.facts import Facts
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
 from kg.search.names import NameForms, may_name
@@ -110,6 +111,7 @@ class GraphSignal:
         self._weights = context.weights
         self._names = NameForms(context.guard)
         self._passage_graph = Passages(context.guard, context.settings.search.fanout)
+        self._facts = Facts(context.guard, self._chunk_dim)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -197,22 +199,25 @@ class GraphSignal:
         if vector is None:
             return [], []
 
-        async def rows(name: str, params: Any, k: int) -> list[dict[str, Any]]:
-            return (await self._guard.run(name, params)).rows if k else []
+        async def facts() -> list[dict[str, Any]]:
+            if not search.fact_seeds:
+                return []
+            # the counts of the last search: a fact written since is matched from the next one
+            stamp, _ = self._names.last()
+            matrix = await self._facts.for_stamp(stamp or await self._names.counts())
+            if matrix is not None:
+                return matrix.nearest(vector, search.fact_seeds)
+            params = FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds)
+            return (await self._guard.run("facts_by_vector", params)).rows
 
-        facts, chunks = await asyncio.gather(
-            rows(
-                "facts_by_vector",
-                FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds),
-                search.fact_seeds,
-            ),
-            rows(
-                "chunks_by_vector",
-                ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset),
-                search.passage_reset,
-            ),
-        )
-        return facts, chunks
+        async def chunks() -> list[dict[str, Any]]:
+            if not search.passage_reset:
+                return []
+            params = ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset)
+            return (await self._guard.run("chunks_by_vector", params)).rows
+
+        found, nearest = await asyncio.gather(facts(), chunks())
+        return found, nearest
 
     async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
         """``entity_links`` rows for the spellings that some name or alias equals (the others
@@ -260,6 +265,9 @@ class GraphSignal:
             seeds = await self._fuzzy(link_text)
         if not seeds:
             return Ranked(), [], named
+        # Relations are walked from the names the question links (else from the fact seeds):
+        # fact ends add rows to rank, not passages (those come from PageRank's restarts).
+        walk = linked or seeds
         restarts = passage_restarts(
             dense, sum(w for w, _ in seeds.values()), self._search.passage_reset_weight
         )
@@ -267,7 +275,7 @@ class GraphSignal:
             "seed_expansion",
             SeedExpansionParams.model_construct(
                 # strongest first: the frontier cap keeps their neighbours
-                entity_ids=sorted(seeds, key=lambda eid: -seeds[eid][0])[:MAX_SEEDS],
+                entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],
                 depth=req.depth,
                 as_of=req.as_of or datetime.now(UTC),
                 relation_types=req.relation_types,
@@ -284,7 +292,7 @@ class GraphSignal:
             )
         else:
             expansion, links, expanded = await expansion_call, [], set[str]()
-        ranked = rank_expansion(seeds, expansion.rows, self._weights)
+        ranked = rank_expansion(walk, expansion.rows, self._weights)
         free = [w for i, w in enumerate(words(link_text)) if i not in consumed]
         boost_asked_types(
             ranked, asked_types(free, {e.type for e in ranked.entities}),
