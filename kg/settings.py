@@ -515,6 +515,41 @@ class SearchSettings(BaseModel):
         "jumping back to a seed).",
     )
     ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
+    fact_seeds: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="Graph: facts (relations as text, graph model 5) matched to the question by "
+        "the chunk embedder; their ends seed PageRank. 0: names only.",
+    )
+    fact_weight: float = Field(
+        0.5,
+        ge=0,
+        le=100,
+        description="Graph: the fact seeds' total weight, as a multiple of the linked names' "
+        "(or 1 when no name links).",
+    )
+    passage_reset: int = Field(
+        0,
+        ge=0,
+        le=200,
+        description="Graph: chunks nearest the question (chunk vector index) that PageRank "
+        "also restarts at, in proportion to their cosine. 0: none.",
+    )
+    passage_reset_weight: float = Field(
+        1.0,
+        ge=0,
+        le=100,
+        description="Graph: the passage restarts' total weight, as a multiple of the entity "
+        "seeds' total.",
+    )
+    relation_edge_weight: float = Field(
+        1.0,
+        ge=0,
+        le=100,
+        description="Graph: weight in PageRank of the relations between entities (and their "
+        "provenance links), relative to a mention. 0: PageRank walks passages and mentions only.",
+    )
     rerank: RerankSettings = Field(
         default_factory=RerankSettings, description="`KG_SEARCH__RERANK__*`, below."
     )

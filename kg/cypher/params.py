@@ -78,6 +78,11 @@ def _check_vector(values: list[float], info: ValidationInfo, key: str, index: st
     return values
 
 
+def _usable_fact_vector(values: list[float], info: ValidationInfo) -> list[float]:
+    """What the fact vector index accepts: the chunk embedder's vectors (graph model 5)."""
+    return _check_vector(values, info, CHUNK_EMBEDDING_DIM_CONTEXT, "fact_embedding")
+
+
 EntityId = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(no_nul)
 ]
@@ -90,6 +95,11 @@ ChunkEmbedding = Annotated[
     list[float],
     Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
     AfterValidator(_usable_chunk_vector),
+]
+FactEmbedding = Annotated[
+    list[float],
+    Field(min_length=1, max_length=MAX_EMBEDDING_DIM),
+    AfterValidator(_usable_fact_vector),
 ]
 #: A word of a linking phrase: letters, digits or underscores only, so a phrase is data in
 #: quotes and never Lucene syntax.
@@ -341,6 +351,37 @@ class NamePageParams(TemplateParams):
 
     after: str = Field("", max_length=MAX_ID_CHARS)
     limit: int = Field(2000, ge=1, le=MAX_ROWS)
+
+
+class FactsByVectorParams(TemplateParams):
+    """The facts (relations as text) nearest to the question's chunk embedding."""
+
+    embedding: FactEmbedding
+    k: int = Field(5, ge=1, le=100)
+
+    def cypher_params(self) -> dict[str, Any]:
+        # More neighbours asked than kept, as chunks_by_vector does: the index is approximate.
+        return {
+            "embedding": self.embedding,
+            "k": self.k,
+            "candidates": self.k * VECTOR_OVERSAMPLING,
+        }
+
+
+class FactPageParams(TemplateParams):
+    """One page of facts with their vectors, by id after ``after`` (kg.search.facts)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(1000, ge=1, le=5000)
+
+
+class MentionPageParams(TemplateParams):
+    """One page of the passage graph, by chunk id after ``after``: each chunk's title and the
+    entities it mentions (the per-process passage graph, kg.search.passages)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(2000, ge=1, le=MAX_ROWS)
+    per_chunk: int = Field(50, ge=1, le=200)
 
 
 class PassageHopParams(TemplateParams):

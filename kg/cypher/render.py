@@ -235,6 +235,27 @@ CHUNKS_BY_VECTOR: LiteralString = (
     "LIMIT $k"
 )
 
+# The graph signal's fact seeds (graph model 5): the relations whose text ("subject predicate
+# object", kg/graph/facts.py) is nearest to the question, with both ends and their provenance.
+FACTS_BY_VECTOR: LiteralString = (
+    "CALL db.index.vector.queryNodes('fact_embedding', $candidates, $embedding)"
+    " YIELD node AS f, score\n"
+    "RETURN f.id AS id, f.text AS text, f.subject_id AS subject_id, f.object_id AS object_id,\n"
+    "       f.chunk_ids[..20] AS chunk_ids, score\n"
+    "ORDER BY score DESC\n"
+    "LIMIT $k"
+)
+
+# The per-process fact matrix's pages (kg/search/facts.py): facts in id order (the fact_id
+# constraint's index serves the order and the seek past $after), with both ends and the vector.
+FACT_PAGE: LiteralString = (
+    "MATCH (f:Fact) WHERE f.id > $after\n"
+    "WITH f ORDER BY f.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
+    "       embedding: f.embedding})[..$read_rows] AS rows"
+)
+
 EVIDENCE_CHUNKS: LiteralString = (
     "CALL () {\n"
     "  UNWIND $chunk_ids AS cid\n"
@@ -328,6 +349,18 @@ NAME_PAGE: LiteralString = (
 # One row per distinct chunk, with the frontier entities that reached it (one per pair, so an
 # entity that reached it twice is listed twice): measured on the MuSiQue graph, rows per pair
 # repeated each chunk's mention list, and decoding them was half of a graph search.
+# The per-process passage graph's pages (kg/search/passages.py): chunks in id order (the
+# chunk_id constraint's index serves the order and the seek past $after), each with its title
+# and the entities it mentions, with their names (a chunk is "about" the entity its title names).
+MENTION_PAGE: LiteralString = (
+    "MATCH (c:Chunk) WHERE c.id > $after\n"
+    "WITH c ORDER BY c.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: c.id, title: c.title,\n"
+    "       mentioned: [(c)-[:MENTIONS]->(m:Entity) | {id: m.id, name: m.name}][..$per_chunk]})"
+    "[..$read_rows] AS rows"
+)
+
 PASSAGE_HOP: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
     "MATCH (e:Entity {id: eid})\n"

@@ -24,6 +24,9 @@ from kg.cypher.params import (
     EntitySeedsParams,
     EntitySourcesParams,
     EvidenceChunksParams,
+    FactPageParams,
+    FactsByVectorParams,
+    MentionPageParams,
     NameLinksParams,
     NamePageParams,
     NeighborhoodParams,
@@ -214,6 +217,25 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=1000,
     ),
     Template(
+        name="facts_by_vector",
+        description="Facts (relations as text: subject, predicate, object) nearest to an "
+        "embedding of the question, with both ends' ids and provenance chunk ids.",
+        params=FactsByVectorParams,
+        texts=_one(render.FACTS_BY_VECTOR),
+        row_cap=100,
+        temporal=False,
+    ),
+    Template(
+        name="fact_page",
+        description="A page of facts in id order, after a given id: both ends' ids and the "
+        "embedding; local search keeps the fact vectors per process and graph change.",
+        params=FactPageParams,
+        texts=_one(render.FACT_PAGE),
+        row_cap=5000,
+        packed=True,
+        temporal=False,
+    ),
+    Template(
         name="evidence_chunks",
         description="Chunks cited by relations (chunk_ids) or mentioning given entities, with "
         "their documents and which of the entities they mention.",
@@ -262,6 +284,17 @@ TEMPLATES: tuple[Template, ...] = (
         "linking filter reads every name once per process and graph change.",
         params=NamePageParams,
         texts=_one(render.NAME_PAGE),
+        row_cap=10_000,
+        packed=True,
+        temporal=False,
+    ),
+    Template(
+        name="mention_page",
+        description="A page of the passage graph in chunk id order, after a given id: each "
+        "chunk's title and the entities it mentions; local search keeps the whole graph per "
+        "process and graph change.",
+        params=MentionPageParams,
+        texts=_one(render.MENTION_PAGE),
         row_cap=10_000,
         packed=True,
         temporal=False,

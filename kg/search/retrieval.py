@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kg.languages import RUSSIAN_TYPE_NAMES, is_cyrillic, stems
 from kg.resolve.normalize import strip_ending, transliterate
@@ -131,12 +132,37 @@ def personalized_pagerank(
     restart = np.zeros(n)
     for node, value in seeds.items():
         restart[nodes[node]] = max(0.0, value)
+    scores = pagerank(
+        np.array(src, dtype=np.int64),
+        np.array(dst, dtype=np.int64),
+        np.array(weight, dtype=np.float64),
+        restart,
+        damping=damping,
+        iterations=iterations,
+    )
+    names = list(nodes)
+    return {names[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
+
+
+def pagerank(
+    src: npt.NDArray[np.int64],
+    dst: npt.NDArray[np.int64],
+    weight: npt.NDArray[np.float64],
+    restart: npt.NDArray[np.float64],
+    *,
+    damping: float,
+    iterations: int,
+) -> npt.NDArray[np.float64]:
+    """:func:`personalized_pagerank` over nodes ``0..len(restart)``: undirected edges
+    ``src[i] -- dst[i]`` of positive ``weight[i]``, walks restarting in proportion to
+    ``restart``. All zeros when nothing restarts."""
+    n = len(restart)
+    restart = np.maximum(restart, 0.0)
     if n == 0 or restart.sum() <= 0:
-        return {}
-    restart /= restart.sum()
-    one_way, back = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
-    s, d = np.concatenate([one_way, back]), np.concatenate([back, one_way])
-    w = np.tile(np.array(weight, dtype=np.float64), 2)
+        return np.zeros(n)
+    restart = restart / restart.sum()
+    s, d = np.concatenate([src, dst]), np.concatenate([dst, src])
+    w = np.tile(weight, 2)
     out = np.bincount(s, weights=w, minlength=n)
     share = w / out[s] if len(s) else w
     dangling = out == 0
@@ -145,8 +171,7 @@ def personalized_pagerank(
         moved = np.bincount(d, weights=scores[s] * share, minlength=n)
         lost = scores[dangling].sum()
         scores = (1 - damping) * restart + damping * (moved + lost * restart)
-    names = list(nodes)
-    return {names[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
+    return scores
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:

@@ -136,6 +136,9 @@ def warm_up_calls(
         ("chunks_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.candidates}),
         ("graph_counts", {}),
         ("name_page", {"after": "", "limit": 2000}),
+        ("mention_page", {"after": "", "limit": 2000, "per_chunk": search.fanout}),
+        ("fact_page", {"after": "", "limit": 1000}),
+        ("facts_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.fact_seeds or 5}),
     ]  # fmt: skip
     for size in _WARM_SIZES:
         ids = [f"kg-warm-up-{i}" for i in range(size)]

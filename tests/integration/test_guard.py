@@ -75,8 +75,10 @@ def test_startup_runs_real_searches_without_translating(graph: Driver, settings:
         return at_startup, translated_at_startup, len(asked)
 
     calls, translated, translated_after = with_service(settings, start)
+    # the passage graph is read once (mention_page), not hop by hop (passage_hop)
     assert {"entity_seeds", "chunks_by_vector", "entity_links", "seed_expansion",
-            "passage_hop", "chunks_by_text"} <= set(calls)  # fmt: skip
+            "mention_page", "chunks_by_text"} <= set(calls)  # fmt: skip
+    assert "passage_hop" not in calls
     assert (translated, translated_after) == (0, 1)  # an ordinary search does ask
     assert with_service(settings, lambda s: s.warm_searches()) == 3
 
@@ -307,6 +309,9 @@ def test_templates_marked_without_temporals_return_plain_json(
         "entity_details": {"entity_ids": ["payment", "ledger"]},
         "graph_counts": {},
         "name_page": {},
+        "mention_page": {},
+        "fact_page": {},
+        "facts_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
     }
     assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
     for name, params in calls.items():

@@ -217,6 +217,9 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
         ("corpus_languages", "corpus_languages", {}),
         ("graph_counts", "graph_counts", {}),
         ("name_page", "name_page", {"after": "", "limit": 10_000}),
+        ("mention_page", "mention_page", {"after": "", "limit": 10_000, "per_chunk": 200}),
+        ("fact_page", "fact_page", {"after": "", "limit": 5000}),
+        ("facts_by_vector", "facts_by_vector", {"embedding": embedding, "k": 100}),
     ]  # fmt: skip
     return calls
 

@@ -43,6 +43,9 @@ PINNED = {
     ("chunks_by_text", "default"): "e4380234a5497730",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "549e329741caddbe",
+    ("mention_page", "default"): "c7de3df4602d9a9b",
+    ("facts_by_vector", "default"): "ee6173e1a09f30e1",
+    ("fact_page", "default"): "c68b2a7a4b1f2d6f",
     ("passage_hop", "default"): "ea35ee02b379c5e0",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
@@ -119,6 +122,29 @@ def test_retrieval_templates_verbatim() -> None:
         "WITH e ORDER BY e.id\n"
         "LIMIT $limit\n"
         "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
+    )
+    assert REGISTRY.get("facts_by_vector").texts["default"] == (
+        "CALL db.index.vector.queryNodes('fact_embedding', $candidates, $embedding)"
+        " YIELD node AS f, score\n"
+        "RETURN f.id AS id, f.text AS text, f.subject_id AS subject_id, f.object_id AS object_id,\n"
+        "       f.chunk_ids[..20] AS chunk_ids, score\n"
+        "ORDER BY score DESC\n"
+        "LIMIT $k"
+    )
+    assert REGISTRY.get("fact_page").texts["default"] == (
+        "MATCH (f:Fact) WHERE f.id > $after\n"
+        "WITH f ORDER BY f.id\n"
+        "LIMIT $limit\n"
+        "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
+        "       embedding: f.embedding})[..$read_rows] AS rows"
+    )
+    assert REGISTRY.get("mention_page").texts["default"] == (
+        "MATCH (c:Chunk) WHERE c.id > $after\n"
+        "WITH c ORDER BY c.id\n"
+        "LIMIT $limit\n"
+        "RETURN collect({id: c.id, title: c.title,\n"
+        "       mentioned: [(c)-[:MENTIONS]->(m:Entity) | {id: m.id, name: m.name}][..$per_chunk]})"
+        "[..$read_rows] AS rows"
     )
 
 

@@ -16,29 +16,38 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import (
     MAX_TEXT_CHARS,
+    ChunksByVectorParams,
     EntityLinksParams,
     EntitySeedsParams,
     EvidenceChunksParams,
+    FactsByVectorParams,
     PassageHopParams,
     SeedExpansionParams,
 )
 from kg.search.entities import entity_details
+from kg.search.facts import Facts
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
 from kg.search.names import NameForms, may_name
+from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
     MAX_PHRASES,
     asked_types,
     longest_links,
+    pagerank,
     personalized_pagerank,
     question_ngrams,
     specificity,
     spellings,
 )
+from kg.search.seeding import fact_seeds, passage_restarts
 from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, embed
 from kg.words import form, words
 
@@ -73,6 +82,12 @@ def graph_chunks(
 _cached_form = functools.lru_cache(maxsize=65_536)(form)
 
 
+def _mask(size: int, picked: list[int]) -> npt.NDArray[np.bool_]:
+    mask = np.zeros(size, dtype=np.bool_)
+    mask[picked] = True
+    return mask
+
+
 def _chunk_node(chunk_id: str) -> str:
     return "c:" + chunk_id
 
@@ -91,12 +106,18 @@ class GraphSignal:
         self._search = context.settings.search
         self._embedder = context.embedder
         self._dim = context.settings.resolve.embedding_dim
+        self._chunk_embedder = context.chunk_embedder
+        self._chunk_dim = context.settings.chunks.embedding_dim
         self._weights = context.weights
         self._names = NameForms(context.guard)
+        self._passage_graph = Passages(context.guard, context.settings.search.fanout)
+        self._facts = Facts(context.guard, self._chunk_dim)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
-        ranked, chunks, named = await self._graph(query.request, query.k, link_text)
+        # The chunk embedder (WordLlama) is English-centric: facts get the English question.
+        question = query.translations.get("en", query.request.query)
+        ranked, chunks, named = await self._graph(query.request, query.k, link_text, question)
         # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points of R@5
         # on XQuAD (docs/search.md, "Languages").
         scale = None if named else self._search.unlinked_graph_weight
@@ -134,13 +155,11 @@ class GraphSignal:
 
     async def _link(
         self, query: str
-    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], bool]:
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int]]:
         """Seeds: entities the question names (longest n-gram matches), each weighted by its
         specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
-        ``Kafka``); only when it names none, the fuzzy candidates of the entity vector and
-        fulltext indexes, weighted by their fused score (measured: mixed in, they cost 4 to 14
-        points of R@5, docs/search.md). Also returns the positions of the question's words
-        that the links consumed, and whether the question named an entity at all."""
+        ``Kafka``). Also returns the positions of the question's words that the links
+        consumed."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows = await self._exact(list(lookups)) if lookups else []
@@ -158,14 +177,47 @@ class GraphSignal:
         links = longest_links(grams, hits)
         seeds = {eid: specificity(mentions[eid]) for eid in links}
         consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
-        named = bool(seeds)
-        if not seeds:
-            embedding = await asyncio.to_thread(embed, self._embedder, query, self._dim)
-            for eid, (score, hit) in (await self._seeds(query, embedding)).items():
-                info.setdefault(eid, hit)
-                seeds[eid] = score
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
-        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed, named
+        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
+
+    async def _fuzzy(self, query: str) -> dict[str, tuple[float, Mapping[str, Any]]]:
+        """Seeds for a question that names no entity and matches no fact: the fuzzy
+        candidates, weighted by their fused score."""
+        embedding = await asyncio.to_thread(embed, self._embedder, query, self._dim)
+        found = await self._seeds(query, embedding)
+        best = sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SEEDS]
+        return {eid: (weight, hit) for eid, (weight, hit) in best if weight > 0}
+
+    async def _anchors(self, question: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The facts and the chunks nearest to the question's chunk embedding (graph model
+        5's ``fact_embedding`` and ``chunk_embedding``), for fact seeds and passage restarts;
+        nothing when both are off or the question embeds to nothing."""
+        search = self._search
+        if not search.fact_seeds and not search.passage_reset:
+            return [], []
+        vector = await asyncio.to_thread(embed, self._chunk_embedder, question, self._chunk_dim)
+        if vector is None:
+            return [], []
+
+        async def facts() -> list[dict[str, Any]]:
+            if not search.fact_seeds:
+                return []
+            # the counts of the last search: a fact written since is matched from the next one
+            stamp, _ = self._names.last()
+            matrix = await self._facts.for_stamp(stamp or await self._names.counts())
+            if matrix is not None:
+                return matrix.nearest(vector, search.fact_seeds)
+            params = FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds)
+            return (await self._guard.run("facts_by_vector", params)).rows
+
+        async def chunks() -> list[dict[str, Any]]:
+            if not search.passage_reset:
+                return []
+            params = ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset)
+            return (await self._guard.run("chunks_by_vector", params)).rows
+
+        found, nearest = await asyncio.gather(facts(), chunks())
+        return found, nearest
 
     async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
         """``entity_links`` rows for the spellings that some name or alias equals (the others
@@ -193,58 +245,67 @@ class GraphSignal:
         return await links(await self._names.for_stamp(now))
 
     async def _graph(
-        self, req: SearchRequest, k: int, link_text: str
+        self, req: SearchRequest, k: int, link_text: str, question: str
     ) -> tuple[Ranked, list[ChunkHit], bool]:
-        """Link (``link_text``: the question and its translations), expand (relations and
-        passages), propagate, rank; see docs/search.md. The flag says whether the question
-        named an entity (else the seeds are fuzzy candidates)."""
-        seeds, consumed, named = await self._link(link_text)
+        """Link (``link_text``: the question and its translations) and match facts and
+        passages (``question``: in English when translated), expand (relations and passages),
+        propagate, rank; see docs/search.md. The flag says whether the question named an
+        entity or matched a fact (else the seeds are fuzzy candidates)."""
+        (linked, consumed), (facts, dense) = await asyncio.gather(
+            self._link(link_text), self._anchors(question)
+        )
+        stamp, _ = self._names.last()
+        graph = await self._passage_graph.for_stamp(stamp or await self._names.counts())
+        seeds = dict(linked)
+        for eid, weight in fact_seeds(facts, linked, graph, self._search.fact_weight).items():
+            old, info = seeds.get(eid, (0.0, {"id": eid}))
+            seeds[eid] = (old + weight, info)
+        named = bool(seeds)
+        if not seeds:
+            seeds = await self._fuzzy(link_text)
         if not seeds:
             return Ranked(), [], named
-        expansion, (links, expanded) = await asyncio.gather(
-            self._guard.run(
-                "seed_expansion",
-                SeedExpansionParams.model_construct(
-                    # strongest first: the frontier cap keeps their neighbours
-                    entity_ids=sorted(seeds, key=lambda eid: -seeds[eid][0]),
-                    depth=req.depth,
-                    as_of=req.as_of or datetime.now(UTC),
-                    relation_types=req.relation_types,
-                    fanout=self._search.fanout,
-                    frontier_cap=self._search.frontier_cap,
-                    hub_degree=self._search.hub_degree,
-                    limit=min(self._search.expansion_limit, self._search.row_cap),
-                ),
-            ),
-            # depth counts entity hops; the chunks of the last entities reached come too.
-            self._passages(list(seeds), req.depth + 1),
+        # Relations are walked from the names the question links (else from the fact seeds):
+        # fact ends add rows to rank, not passages (those come from PageRank's restarts).
+        walk = linked or seeds
+        restarts = passage_restarts(
+            dense, sum(w for w, _ in seeds.values()), self._search.passage_reset_weight
         )
-        ranked = rank_expansion(seeds, expansion.rows, self._weights)
+        expansion_call = self._guard.run(
+            "seed_expansion",
+            SeedExpansionParams.model_construct(
+                # strongest first: the frontier cap keeps their neighbours
+                entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],
+                depth=req.depth,
+                as_of=req.as_of or datetime.now(UTC),
+                relation_types=req.relation_types,
+                fanout=self._search.fanout,
+                frontier_cap=self._search.frontier_cap,
+                hub_degree=self._search.hub_degree,
+                limit=min(self._search.expansion_limit, self._search.row_cap),
+            ),
+        )
+        if graph is None:  # too large to keep: the passages are read hop by hop
+            # depth counts entity hops; the chunks of the last entities reached come too.
+            expansion, (links, expanded) = await asyncio.gather(
+                expansion_call, self._passages(list(seeds), req.depth + 1)
+            )
+        else:
+            expansion, links, expanded = await expansion_call, [], set[str]()
+        ranked = rank_expansion(walk, expansion.rows, self._weights)
         free = [w for i, w in enumerate(words(link_text)) if i not in consumed]
         boost_asked_types(
             ranked, asked_types(free, {e.type for e in ranked.entities}),
             self._search.asked_type_boost,
         )  # fmt: skip
-        # Entities the relations reached: their passages join the graph too (one more hop).
-        reached = [e.id for e in ranked.entities if e.id not in expanded][:MAX_HOP_IDS]
-        if reached:
-            more, _ = await self._passages(reached, 1)
-            links += more
-        edges = [(_chunk_node(c), _entity_node(e), w) for c, e, w in links]
-        for rel in ranked.relations:
-            ends = (_entity_node(rel.source), _entity_node(rel.target))
-            edges.append((*ends, rel.weight * self._weights.of(rel.type)))
-            edges += [(_chunk_node(c), end, 1.0) for c in rel.chunk_ids for end in ends]
-        scores = personalized_pagerank(
-            edges,
-            {_entity_node(eid): weight for eid, (weight, _) in seeds.items()},
-            damping=self._search.ppr_damping,
-            iterations=self._search.ppr_iterations,
-        )
-        best = sorted(
-            ((node[2:], score) for node, score in scores.items() if node.startswith("c:")),
-            key=lambda kv: (-kv[1], kv[0]),
-        )[: min(k, 1000)]
+        seed_weights = {eid: weight for eid, (weight, _) in seeds.items()}
+        if graph is None:
+            best = await self._hop_scores(seed_weights, restarts, ranked, links, expanded)
+        else:
+            best = self._memory_scores(
+                graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
+            )
+        best = best[: min(k, 1000)]
         top_entities = [e.id for e in ranked.entities[: req.limit]]
         evidence, details = await asyncio.gather(
             self._chunk_rows([cid for cid, _ in best]),
@@ -254,6 +315,130 @@ class GraphSignal:
             e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
         ]
         return ranked, graph_chunks(best, evidence), named
+
+    def _memory_scores(
+        self,
+        graph: PassageGraph,
+        seeds: Mapping[str, float],
+        restarts: Mapping[str, float],
+        ranked: Ranked,
+        depth: int,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """Chunks by PageRank over the passage graph kept in memory: the seeds' chunks within
+        depth + 1 passage hops (the restart chunks count as reached at the first), the chunks
+        of the entities relations reached, the relations and their provenance."""
+        at, search = graph.entity_at, self._search
+        order = sorted(seeds, key=lambda eid: (-seeds[eid], eid))
+        cap = min(search.frontier_cap, MAX_HOP_IDS)
+        starts = [at[e] for e in order if e in at]
+        picked = [graph.chunk_at[c] for c in restarts if c in graph.chunk_at]
+        if picked:  # the entities of the restart chunks start the walk too, after the seeds
+            _, first, _ = graph.links(_mask(len(graph.chunk_ids), picked))
+            starts += [int(e) for e in first]
+        chunks, expanded = graph.expand(
+            starts, depth + 1, per_entity=search.passages_per_entity, frontier_cap=cap
+        )
+        chunks[picked] = True
+        reached = [at[e.id] for e in ranked.entities if e.id in at and not expanded[at[e.id]]]
+        if reached:
+            more, _ = graph.expand(
+                reached[:MAX_HOP_IDS], 1, per_entity=search.passages_per_entity, frontier_cap=cap
+            )
+            chunks = chunks | more
+        owner, ends, about = graph.links(chunks)
+        n_entities, n_chunks = len(graph.entity_ids), len(graph.chunk_ids)
+        extra: dict[str, int] = {}
+
+        def entity(eid: str) -> int:
+            found = at.get(eid)
+            if found is not None:
+                return found
+            return extra.setdefault("e:" + eid, n_entities + n_chunks + len(extra))
+
+        def chunk(cid: str) -> int:
+            found = graph.chunk_at.get(cid)
+            if found is not None:
+                return n_entities + found
+            return extra.setdefault("c:" + cid, n_entities + n_chunks + len(extra))
+
+        src, dst = [n_entities + owner], [ends]
+        weight = [np.where(about, search.about_weight, 1.0)]
+        rel_src: list[int] = []
+        rel_dst: list[int] = []
+        rel_weight: list[float] = []
+        scale = search.relation_edge_weight
+        for rel in ranked.relations if scale > 0 else ():
+            a, b = entity(rel.source), entity(rel.target)
+            rel_src.append(a)
+            rel_dst.append(b)
+            rel_weight.append(scale * rel.weight * self._weights.of(rel.type))
+            for cid in rel.chunk_ids:
+                c = chunk(cid)
+                rel_src += [c, c]
+                rel_dst += [a, b]
+                rel_weight += [scale, scale]
+        src.append(np.array(rel_src, dtype=np.int64))
+        dst.append(np.array(rel_dst, dtype=np.int64))
+        weight.append(np.array(rel_weight, dtype=np.float64))
+        seed_nodes = np.array(
+            [entity(e) for e in seeds] + [chunk(c) for c in restarts], dtype=np.int64
+        )
+        seed_mass = np.array([*seeds.values(), *restarts.values()], dtype=np.float64)
+        s, d, w = np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
+        keep = (s != d) & (w > 0) & np.isfinite(w)
+        s, d, w = s[keep], d[keep], w[keep]
+        # PageRank over the nodes these edges and seeds touch only, renumbered 0..n.
+        nodes, local = np.unique(np.concatenate([s, d, seed_nodes]), return_inverse=True)
+        ls, ld, lseed = local[: len(s)], local[len(s) : 2 * len(s)], local[2 * len(s) :]
+        restart = np.bincount(lseed, weights=seed_mass, minlength=len(nodes)).astype(np.float64)
+        scores = pagerank(ls, ld, w, restart, damping=search.ppr_damping,
+                          iterations=search.ppr_iterations)  # fmt: skip
+        chunk_node = (nodes >= n_entities) & (nodes < n_entities + n_chunks)
+        outside = {index: key[2:] for key, index in extra.items() if key.startswith("c:")}
+        if outside:
+            chunk_node |= np.isin(nodes, np.array(list(outside), dtype=np.int64))
+        scored = np.flatnonzero(chunk_node & (scores > 0))
+        # best first, then by id: the same order the hop-by-hop path gives
+        ids = [
+            graph.chunk_ids[node - n_entities] if node < n_entities + n_chunks else outside[node]
+            for node in (int(v) for v in nodes[scored])
+        ]
+        values = scores[scored]
+        ranked_at = sorted(range(len(ids)), key=lambda i: (-values[i], ids[i]))[:limit]
+        return [(ids[i], float(values[i])) for i in ranked_at]
+
+    async def _hop_scores(
+        self,
+        seeds: Mapping[str, float],
+        restarts: Mapping[str, float],
+        ranked: Ranked,
+        links: list[tuple[str, str, float]],
+        expanded: set[str],
+    ) -> list[tuple[str, float]]:
+        """Chunks by PageRank over passages read hop by hop (a graph too large to keep)."""
+        # Entities the relations reached: their passages join the graph too (one more hop).
+        reached = [e.id for e in ranked.entities if e.id not in expanded][:MAX_HOP_IDS]
+        if reached:
+            more, _ = await self._passages(reached, 1)
+            links = links + more
+        edges = [(_chunk_node(c), _entity_node(e), w) for c, e, w in links]
+        scale = self._search.relation_edge_weight
+        for rel in ranked.relations if scale > 0 else ():
+            ends = (_entity_node(rel.source), _entity_node(rel.target))
+            edges.append((*ends, scale * rel.weight * self._weights.of(rel.type)))
+            edges += [(_chunk_node(c), end, scale) for c in rel.chunk_ids for end in ends]
+        scores = personalized_pagerank(
+            edges,
+            {_entity_node(eid): weight for eid, weight in seeds.items()}
+            | {_chunk_node(cid): weight for cid, weight in restarts.items()},
+            damping=self._search.ppr_damping,
+            iterations=self._search.ppr_iterations,
+        )
+        return sorted(
+            ((node[2:], score) for node, score in scores.items() if node.startswith("c:")),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
 
     async def _passages(
         self, entity_ids: list[str], depth: int

@@ -1,0 +1,200 @@
+"""The passage graph (chunks and the entities they mention), kept per process.
+
+The graph signal's PageRank runs over passages and entities (docs/search.md, "Graph"). Read
+hop by hop from Neo4j (``passage_hop``: depth + 1 round trips one after another, each reading
+up to 200 entities' chunks and every mention of those chunks), that expansion was most of a
+graph search's time on an LLM-extracted graph: 17x a ``text`` search on MuSiQue
+(docs/benchmarks.md, "Latency on an LLM-extracted graph"). The MENTIONS links are few next to
+the chunks' text (20k for 1,890 passages there), so each process reads them once, through the
+guard (``mention_page``, one bounded page of chunks per call), into two compressed adjacency
+arrays, and expands and ranks in memory.
+
+Like the linking filter (:mod:`kg.search.names`), the reading belongs to the graph's counts
+(``graph_counts``: entities, MENTIONS links, relationships) and is read again when they move,
+and at the latest after :data:`MAX_AGE_S`. A graph with more than :data:`MAX_LINKS` MENTIONS
+links is not read: the graph signal then reads its passages hop by hop, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.cypher.guard import Guard
+from kg.cypher.params import MentionPageParams
+from kg.search.names import MAX_AGE_S, Stamp
+from kg.words import form
+
+#: Most MENTIONS links read into memory (about 12 bytes each, twice); past it, hop by hop.
+MAX_LINKS = 2_000_000
+#: Most chunks read (pages x page size); a graph with more is read hop by hop.
+MAX_CHUNKS = 1_000_000
+#: Chunks per ``mention_page`` call.
+PAGE = 2000
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class PassageGraph:
+    """Chunks and entities by index, with MENTIONS both ways in CSR form.
+
+    ``chunk_about[i]`` says whether link ``i`` (in chunk order) joins a chunk to the entity its
+    document's title names; ``entity_links[j]`` is the chunk-order position of link ``j`` (in
+    entity order), so both directions share the flag.
+    """
+
+    chunk_ids: tuple[str, ...]
+    entity_ids: tuple[str, ...]
+    chunk_at: dict[str, int]
+    entity_at: dict[str, int]
+    chunk_ptr: Ints  # chunk i's links: chunk_entity[chunk_ptr[i]:chunk_ptr[i + 1]]
+    chunk_entity: Ints
+    chunk_about: Bools
+    entity_ptr: Ints  # entity j's links: entity_chunk[entity_ptr[j]:entity_ptr[j + 1]]
+    entity_chunk: Ints
+    entity_links: Ints
+
+    @property
+    def mentions(self) -> Ints:
+        """How many chunks mention each entity."""
+        return np.diff(self.entity_ptr)
+
+    def expand(
+        self, entities: Iterable[int], hops: int, *, per_entity: int, frontier_cap: int
+    ) -> tuple[Bools, Bools]:
+        """Chunks within ``hops`` passage hops of the entities: each hop reads the first
+        ``per_entity`` chunks of each frontier entity; the next frontier is the
+        ``frontier_cap`` most specific (fewest mentions) entities those chunks mention that
+        were not expanded yet. The same walk ``passage_hop`` makes, in memory. Also returns the
+        entities expanded (both as masks over the indexes)."""
+        mentions = self.mentions
+        expanded = np.zeros(len(self.entity_ids), dtype=np.bool_)
+        seen = np.zeros(len(self.chunk_ids), dtype=np.bool_)
+        frontier = np.array(list(dict.fromkeys(entities))[:frontier_cap], dtype=np.int64)
+        for _ in range(hops):
+            if not len(frontier):
+                break
+            expanded[frontier] = True
+            starts = self.entity_ptr[frontier]
+            lens = np.minimum(self.entity_ptr[frontier + 1] - starts, per_entity)
+            reached = np.unique(self.entity_chunk[_spans(starts, lens)])
+            fresh = reached[~seen[reached]]
+            if not len(fresh):
+                break
+            seen[fresh] = True
+            starts = self.chunk_ptr[fresh]
+            ends = np.unique(self.chunk_entity[_spans(starts, self.chunk_ptr[fresh + 1] - starts)])
+            new = ends[~expanded[ends]]
+            # most specific first (fewest mentions), then by index: deterministic
+            frontier = new[np.lexsort((new, mentions[new]))][:frontier_cap]
+        return seen, expanded
+
+    def links(self, chunks: Bools) -> tuple[Ints, Ints, Bools]:
+        """The MENTIONS links of the chunks (a mask): chunk index, entity index, about flag."""
+        picked = np.flatnonzero(chunks).astype(np.int64)
+        starts = self.chunk_ptr[picked]
+        lens = self.chunk_ptr[picked + 1] - starts
+        at = _spans(starts, lens)
+        return np.repeat(picked, lens), self.chunk_entity[at], self.chunk_about[at]
+
+
+def _spans(starts: Ints, lens: Ints) -> Ints:
+    """The positions ``starts[i] .. starts[i] + lens[i]``, concatenated."""
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    offsets = np.repeat(starts - np.cumsum(lens) + lens, lens)
+    return offsets + np.arange(total, dtype=np.int64)
+
+
+def build(rows: Sequence[tuple[str, object, Sequence[tuple[str, object]]]]) -> PassageGraph:
+    """The graph of ``(chunk id, title, [(entity id, entity name), ...])`` rows."""
+    chunk_ids: list[str] = []
+    entity_at: dict[str, int] = {}
+    ptr = [0]
+    ends: list[int] = []
+    about: list[bool] = []
+    for chunk_id, title, mentioned in rows:
+        chunk_ids.append(chunk_id)
+        title_form = form(str(title)) if title else None
+        for entity_id, name in dict(mentioned).items():
+            ends.append(entity_at.setdefault(entity_id, len(entity_at)))
+            about.append(title_form is not None and form(str(name or "")) == title_form)
+        ptr.append(len(ends))
+    chunk_ptr = np.array(ptr, dtype=np.int64)
+    chunk_entity = np.array(ends, dtype=np.int64)
+    owners = np.repeat(np.arange(len(chunk_ids), dtype=np.int64), np.diff(chunk_ptr))
+    order = np.argsort(chunk_entity, kind="stable")
+    counts = np.bincount(chunk_entity, minlength=len(entity_at))
+    entity_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return PassageGraph(
+        chunk_ids=tuple(chunk_ids),
+        entity_ids=tuple(entity_at),
+        chunk_at={cid: i for i, cid in enumerate(chunk_ids)},
+        entity_at=entity_at,
+        chunk_ptr=chunk_ptr,
+        chunk_entity=chunk_entity,
+        chunk_about=np.array(about, dtype=np.bool_),
+        entity_ptr=entity_ptr,
+        entity_chunk=owners[order],
+        entity_links=order.astype(np.int64),
+    )
+
+
+class Passages:
+    """The passage graph for the graph's current counts, read again when they change."""
+
+    def __init__(self, guard: Guard, per_chunk: int) -> None:
+        self._guard = guard
+        self._per_chunk = per_chunk
+        self._graph: PassageGraph | None = None
+        self._stamp: Stamp | None = None
+        self._read_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def for_stamp(self, stamp: Stamp) -> PassageGraph | None:
+        """The passage graph of a graph whose counts are ``stamp``; None when it is too large
+        to keep (the caller reads hop by hop)."""
+        if stamp[1] > MAX_LINKS:
+            return None
+        if self._fresh(stamp):
+            return self._graph
+        async with self._lock:
+            if not self._fresh(stamp):
+                self._graph = await self._read()
+                self._stamp, self._read_at = stamp, time.monotonic()
+        return self._graph
+
+    def _fresh(self, stamp: Stamp) -> bool:
+        return self._stamp == stamp and time.monotonic() - self._read_at < MAX_AGE_S
+
+    async def _read(self) -> PassageGraph | None:
+        rows: list[tuple[str, object, list[tuple[str, object]]]] = []
+        links = 0
+        after = ""
+        for _ in range(MAX_CHUNKS // PAGE + 1):
+            result = await self._guard.run(
+                "mention_page",
+                MentionPageParams.model_construct(
+                    after=after, limit=PAGE, per_chunk=self._per_chunk
+                ),
+            )
+            for row in result.rows:
+                mentioned = [(str(m["id"]), m.get("name")) for m in row.get("mentioned") or []]
+                links += len(mentioned)
+                rows.append((str(row["id"]), row.get("title"), mentioned))
+            if links > MAX_LINKS:
+                return None
+            # Rows come in id order, so a page the row cap cut short goes on after its last.
+            if not result.rows or (len(result.rows) < PAGE and not result.truncated):
+                return await asyncio.to_thread(build, rows)
+            after = str(result.rows[-1]["id"])
+        return None

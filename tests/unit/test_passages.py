@@ -1,0 +1,64 @@
+"""The in-memory passage graph: built from mention pages, expanded as passage_hop walks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kg.search.passages import build
+
+# c1 (titled "Ada") mentions Ada and Lovelace Prize; c2 mentions the prize and Babbage; c3
+# mentions Babbage and Engine; c4 mentions nothing the others do.
+ROWS = [
+    ("c1", "Ada", [("ada", "Ada"), ("prize", "Lovelace Prize")]),
+    ("c2", None, [("prize", "Lovelace Prize"), ("babbage", "Babbage")]),
+    ("c3", "Engine", [("babbage", "Babbage"), ("engine", "Analytical engine")]),
+    ("c4", "Orbit", [("orbit", "Orbit")]),
+]
+
+
+def _chunks(mask: np.ndarray, ids: tuple[str, ...]) -> set[str]:
+    return {ids[i] for i in np.flatnonzero(mask)}
+
+
+def test_build_keeps_both_directions_and_the_about_flag() -> None:
+    g = build(ROWS)
+    assert g.chunk_ids == ("c1", "c2", "c3", "c4")
+    assert dict(zip(g.entity_ids, g.mentions.tolist(), strict=True)) == {
+        "ada": 1, "prize": 2, "babbage": 2, "engine": 1, "orbit": 1,
+    }  # fmt: skip
+    owner, ends, about = g.links(np.ones(4, dtype=bool))
+    pairs = {
+        (g.chunk_ids[c], g.entity_ids[e]): bool(a)
+        for c, e, a in zip(owner, ends, about, strict=True)
+    }
+    # a chunk is about the entity its title names (by form: "Ada" == "ada"), not the others
+    assert pairs[("c1", "ada")] is True
+    assert pairs[("c4", "orbit")] is True
+    assert not any(v for k, v in pairs.items() if k not in {("c1", "ada"), ("c4", "orbit")})
+    assert len(pairs) == 7
+
+
+def test_expand_walks_hop_by_hop_and_stops() -> None:
+    g = build(ROWS)
+    ada = g.entity_at["ada"]
+    one, expanded = g.expand([ada], 1, per_entity=50, frontier_cap=200)
+    assert _chunks(one, g.chunk_ids) == {"c1"}
+    assert {g.entity_ids[i] for i in np.flatnonzero(expanded)} == {"ada"}
+    two, _ = g.expand([ada], 2, per_entity=50, frontier_cap=200)
+    assert _chunks(two, g.chunk_ids) == {"c1", "c2"}
+    three, _ = g.expand([ada], 3, per_entity=50, frontier_cap=200)
+    assert _chunks(three, g.chunk_ids) == {"c1", "c2", "c3"}  # never c4: not connected
+    many, _ = g.expand([ada], 10, per_entity=50, frontier_cap=200)
+    assert _chunks(many, g.chunk_ids) == {"c1", "c2", "c3"}
+
+
+def test_expand_bounds_chunks_per_entity_and_the_frontier() -> None:
+    g = build(ROWS)
+    prize = g.entity_at["prize"]
+    capped, _ = g.expand([prize], 1, per_entity=1, frontier_cap=200)
+    assert _chunks(capped, g.chunk_ids) == {"c1"}  # only its first chunk
+    # c1 and c2 reach ada (1 mention) and babbage (2): a frontier of one keeps ada, the more
+    # specific, so babbage's c3 is not reached at the second hop
+    narrow, expanded = g.expand([prize], 2, per_entity=50, frontier_cap=1)
+    assert _chunks(narrow, g.chunk_ids) == {"c1", "c2"}
+    assert {g.entity_ids[i] for i in np.flatnonzero(expanded)} == {"prize", "ada"}
