@@ -115,7 +115,9 @@ class IngestOptions:
     namespace: str | None = None
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
-    prune: bool = False
+    prune: bool = False  # confirm removing over half a source; imports: remove what is unlisted
+    keep_missing: bool = False  # keep documents whose files are gone (removed by default)
+    reextract: bool = False  # extract every document again, past the extraction cache
     dry_run: bool = False
     follow_symlinks: bool = False
     graph: Literal["llm", "metadata"] = "llm"  # metadata: the document graph alone, no LLM
@@ -169,6 +171,8 @@ class _GraphConfig:
                 include=options.include,
                 exclude=options.exclude,
                 prune=options.prune,
+                keep_missing=options.keep_missing,
+                reextract=options.reextract,
                 dry_run=options.dry_run,
                 follow_symlinks=options.follow_symlinks,
                 progress=progress,

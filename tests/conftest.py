@@ -1,7 +1,15 @@
-"""Shared fixtures: one real Neo4j per test session (see tests/neo4j_backend.py)."""
+"""Shared fixtures: one real Neo4j per test session (see tests/neo4j_backend.py).
+
+The suite ignores the caller's ``KG_*`` variables: they are removed here, when pytest first
+imports this file and before any test builds settings or starts a child process, so a user's
+``KG_NEO4J__URI`` or ``KG_SEARCH__DEFAULT_LIMIT`` cannot steer a test (or receive the test
+server's password). The test server is chosen only by ``NEO4J_URI``, ``NEO4J_USERNAME``,
+``NEO4J_PASSWORD`` and ``NEO4J_DATABASE`` (tests/neo4j_backend.py).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +19,9 @@ from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
 from kg.settings import Settings
 from tests.neo4j_backend import Neo4jTarget, neo4j_target
+
+for _name in [name for name in os.environ if name.startswith("KG_")]:
+    del os.environ[_name]
 
 EMBEDDING_DIM = 256
 

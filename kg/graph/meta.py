@@ -31,7 +31,10 @@ from kg.errors import GraphModelError
 # 4: each chunk is stored in one language (Chunk.language, label ChunkEn or ChunkRu) and searched
 #    in that language's fulltext index (chunk_text_en, chunk_text_ru), which replace chunk_text;
 #    entities carry their type's label (:Entity:Service) for Browser's colours, within a bound.
-MODEL_VERSION = 4
+# 5: reserved (Fact nodes, issue 25).
+# 6: each document records how it was extracted (Document.extraction: llm, metadata or
+#    triplets; extraction_model, extraction_prompt), so another method or model re-extracts it.
+MODEL_VERSION = 6
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.
 EMBEDDER_INDEXES = {

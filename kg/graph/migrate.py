@@ -27,6 +27,12 @@ Model 3 -> 4:
 3. entities get their type's label (``:Entity:Service``, :mod:`kg.graph.type_labels`), within
    ``write.max_type_labels``.
 
+Model 5 -> 6 (5 is issue 25's Fact nodes, added by its own step):
+1. every document without an extraction record gets one: ``llm`` (model and prompt version
+   unrecorded, so any LLM run takes it as its own) when a relation cites one of its chunks,
+   else ``metadata`` (the document graph alone: the next plain ``kg ingest`` extracts it, the
+   extraction cache making documents already extracted under the same model free).
+
 On a current graph, ``kg migrate`` re-embeds the chunks or entities whose recorded embedder
 differs from the configured one (the fix :func:`kg.graph.meta.refuse_other_embedders` names).
 Every step is idempotent, so a migration that stops midway can simply be run again.
@@ -120,6 +126,19 @@ SET c.language = row.language
 REMOVE c:ChunkEn:ChunkRu
 SET c:$(row.label)
 """
+# Only LLM extraction and imports write facts; a document any fact cites was one of those.
+_RECORD_EXTRACTION: LiteralString = """
+MATCH (d:Document) WHERE d.extraction IS NULL
+CALL (d) {
+  WITH d, EXISTS {
+    MATCH (c:Chunk {document_id: d.id})-[:MENTIONS]->(:Entity)-[r]-(:Entity)
+    WHERE c.id IN r.chunk_ids
+  } AS cited
+  SET d.extraction = CASE WHEN cited THEN 'llm' ELSE 'metadata' END,
+      d.extraction_model = '', d.extraction_prompt = ''
+} IN TRANSACTIONS OF 1000 ROWS
+"""
+_UNRECORDED: LiteralString = "MATCH (d:Document) WHERE d.extraction IS NULL RETURN count(d) AS n"
 _DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
 _ENTITY_TYPES: LiteralString = "MATCH (e:Entity) RETURN DISTINCT e.type AS type LIMIT 100000"
 _SET_TYPE_LABELS: LiteralString = """
@@ -143,6 +162,7 @@ class MigrationReport:
     entities_reembedded: int = 0
     chunks_labelled: int = 0
     entities_labelled: int = 0
+    documents_recorded: int = 0  # documents given an extraction record (model 6)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +196,11 @@ def migrate(
         report.entities_labelled = label_entity_types(
             driver, database, writer.bounds.max_type_labels
         )
+    if found is not None and found < 6:
+        records, _, _ = driver.execute_query(_UNRECORDED, database_=database)
+        report.documents_recorded = int(records[0]["n"])
+        with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+            session.run(_RECORD_EXTRACTION).consume()
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():
