@@ -11,6 +11,11 @@ read at most the template's row cap and report ``truncated``. Driver errors beco
     refused connections              -> StoreUnavailable
     any other server or driver error -> StoreError
 
+The first run of a text in a process is preceded by its EXPLAIN, bounded by
+``search.plan_timeout_s``: on a just-restarted Neo4j (a cold JVM) planning one text took longer
+than ``query_timeout_s``, so the first search after a restart timed out. Start-up's EXPLAINs
+count, so a warmed process pays nothing; losing the server forgets them.
+
 Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
 surface at once, and an unreachable server must not cost the retry budget. Not an explicit
 transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
@@ -46,6 +51,7 @@ from kg.errors import (
     ConfigError,
     KGError,
     QueryRejected,
+    StoreUnavailable,
     rejected,
     translate,
 )
@@ -137,6 +143,7 @@ class Guard:
         self.registry = registry
         self._types = _TypeCache()
         self._types_lock = asyncio.Lock()
+        self._planned: set[str] = set()  # texts this process has planned on the server
         # Bounded concurrency: past a few parallel reads Neo4j only gets slower for everyone
         # (measured in docs/reliability.md), so extra requests queue here, then shed as busy;
         # expensive templates and any one client get only a share of the slots.
@@ -223,6 +230,8 @@ class Guard:
         timeout = self._search.query_timeout_s
         what = f"template {name}"
         try:
+            if text not in self._planned:
+                await self._plan_first(text, params)
             async with asyncio.timeout(timeout + _CLIENT_GRACE_S):
                 if packed:
                     return await self._read_packed(
@@ -232,7 +241,23 @@ class Guard:
         except KGError:
             raise
         except (Exception, TimeoutError) as exc:
-            raise translate(exc, what) from exc
+            error = translate(exc, what)
+            if isinstance(error, StoreUnavailable):
+                self._planned.clear()  # a restarted server has forgotten every plan
+            raise error from exc
+
+    async def _plan_first(self, text: LiteralString, params: Mapping[str, Any]) -> None:
+        """EXPLAIN a text this process has not planned yet, with the planning time bound."""
+        bound = self._search.plan_timeout_s
+        async with asyncio.timeout(bound + _CLIENT_GRACE_S):
+            async with self._driver.session(
+                database=self._database,
+                default_access_mode=READ_ACCESS,
+                notifications_min_severity=NotificationMinimumSeverity.OFF,
+            ) as session:
+                result = await session.run(Query("EXPLAIN " + text, timeout=bound), dict(params))
+                await result.consume()
+        self._planned.add(text)
 
     async def _read_once(
         self,
@@ -371,7 +396,10 @@ class Guard:
             default_access_mode=READ_ACCESS,
             notifications_min_severity=NotificationMinimumSeverity.OFF,
         ) as session:
-            return await session.execute_read(work)
+            query_type = await session.execute_read(work)
+        if params is not None:  # planned as runs send it (a bare EXPLAIN plans other types)
+            self._planned.add(text)
+        return query_type
 
     async def health(self) -> bool:
         """True when Neo4j answers a trivial read."""
