@@ -218,6 +218,7 @@ def make_writer(settings: Settings, driver: Driver) -> GraphWriter:
     )
 
 
+# Long on purpose: every option of a run, then the steps in order, one call each.
 def ingest(
     settings: Settings,
     driver: Driver,
@@ -260,13 +261,7 @@ def ingest(
     with clock.stage("load"):
         loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
         plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
-        plan.gone = _gone(plan, root, source, triplets, prune=prune, keep_missing=keep_missing)
-        summary.removed = sorted(plan.stored_docs[i].path or i for i in plan.gone)
-        summary.documents_pruned = len(plan.gone)
-        if _needs_confirmation(plan, prune):
-            if not dry_run:
-                raise ConfigError(_confirm_message(plan, source, root))
-            summary.removal_needs_prune = True
+        _removals(plan, root, triplets, summary, prune=prune, keep_missing=keep_missing)
     with clock.stage("chunk", len(plan.todo)):
         _chunk(settings, plan, summary, progress)
     if dry_run:
@@ -422,13 +417,28 @@ def _absent(base: Path, stored: StoredDocument) -> bool:
     return False
 
 
-def _needs_confirmation(plan: _Plan, prune: bool) -> bool:
-    """More than half of the source would go: a moved or unmounted folder looks like that."""
-    return bool(plan.gone) and not prune and 2 * len(plan.gone) > plan.in_source
-
-
-def _confirm_message(plan: _Plan, source: str, root: Path) -> str:
-    return (
+def _removals(
+    plan: _Plan,
+    root: Path,
+    triplets: Path | None,
+    summary: IngestSummary,
+    *,
+    prune: bool,
+    keep_missing: bool,
+) -> None:
+    """Decide what the run removes; refuse (before any write) to remove more than half of the
+    source without ``prune``: a moved or unmounted folder looks like that. A dry run only
+    says so."""
+    source = summary.source
+    plan.gone = _gone(plan, root, source, triplets, prune=prune, keep_missing=keep_missing)
+    summary.removed = sorted(plan.stored_docs[i].path or i for i in plan.gone)
+    summary.documents_pruned = len(plan.gone)
+    if not plan.gone or prune or 2 * len(plan.gone) <= plan.in_source:
+        return
+    if summary.dry_run:
+        summary.removal_needs_prune = True
+        return
+    raise ConfigError(
         f"this run would remove {len(plan.gone)} of the {plan.in_source} documents of source "
         f"{source!r}, because their files are gone from {printable_path(str(root))}. If that "
         "is intended, run it again with --prune to confirm; to keep them, add --keep-missing "

@@ -20,6 +20,7 @@ import pytest
 from neo4j import Driver
 
 from kg import KnowledgeGraph
+from kg.errors import ConfigError, exit_code
 from kg.search.global_models import RoutedRequest
 from kg.settings import Settings
 from tests.clienv import cli_env
@@ -137,7 +138,8 @@ def test_a_deleted_file_is_gone_from_every_search_mode(
     assert cli.llm.calls == 3  # the first run only: nothing else was extracted again
     assert paths(clean_graph) == {"auth.md", "ledger.md"}
     # Its sole facts and the entity only it held are gone; shared ones stay.
-    names = {r["n"] for r in clean_graph.execute_query("MATCH (e:Entity) RETURN e.name AS n")}
+    entities = clean_graph.execute_query("MATCH (e:Entity) RETURN e.name AS n").records
+    names = {r["n"] for r in entities}
     assert "Quokkaflux" not in names
     assert {"AuthService", "PostgreSQL"} <= names
     calls = clean_graph.execute_query(
@@ -248,7 +250,7 @@ def test_removing_more_than_half_needs_prune_and_keep_missing_opts_out(
     (root / "quokka.md").unlink()
     (root / "ledger.md").unlink()
     refused = cli.run("ingest", str(root))
-    assert refused.returncode == 1
+    assert refused.returncode == exit_code(ConfigError("x"))
     message = " ".join(refused.stderr.split())
     assert "would remove 2 of the 3 documents" in message
     assert "--prune" in message
@@ -262,7 +264,8 @@ def test_removing_more_than_half_needs_prune_and_keep_missing_opts_out(
     assert kept["documents_pruned"] == 0
     assert paths(clean_graph) == set(DOCS)
     both = cli.run("ingest", str(root), "--keep-missing", "--prune")
-    assert both.returncode == 1
+    assert both.returncode == exit_code(ConfigError("x"))
+    assert "--keep-missing" in both.stderr
 
     confirmed = cli.ingest(str(root), "--prune")
     assert confirmed["documents_pruned"] == 2
