@@ -1,14 +1,14 @@
 """``kg example``: the whole main job on the bundled corpus, with embedded defaults, no LLM.
 
-Starts the local Neo4j (unless NEO4J_URI / KG_NEO4J__URI points elsewhere), applies the schema,
-ingests examples/platform-docs through its triplets file, builds communities (extractive
-reports), runs a search and prints where to look at the graph.
+Starts the local Neo4j as ``kg neo4j start`` does whenever kg connects to it (NEO4J_URI and
+KG_NEO4J__URI unset, or naming its own address, ``bolt://127.0.0.1:<KG_SERVER__BOLT_PORT>``),
+applies the schema, ingests examples/platform-docs through its triplets file, builds
+communities (extractive reports), runs a search and prints where to look at the graph.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -45,9 +45,8 @@ def example(
     folder, triplets = EXAMPLES / "platform-docs", EXAMPLES / "platform-docs.triplets.jsonl"
     if not triplets.exists():
         raise ConfigError(f"the bundled example is not here: {triplets} (run from a checkout)")
-    external = any(os.environ.get(v) for v in ("NEO4J_URI", "KG_NEO4J__URI"))
     browser = None
-    if not external:
+    if settings.uses_local_server:
         server = local_server(settings)
         with console.status("starting the local Neo4j (the first run fetches its jars)..."):
             status = server.start()

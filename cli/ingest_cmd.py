@@ -35,7 +35,32 @@ def ingest(
     exclude: Annotated[
         list[str] | None, Parameter(help="Glob of files to leave out (repeatable).")
     ] = None,
-    prune: Annotated[bool, Parameter(help="Remove documents no longer in the folder.")] = False,
+    prune: Annotated[
+        bool,
+        Parameter(
+            help="Confirm a removal of more than half of the source's documents (which a run "
+            "otherwise refuses: a moved folder looks like that). With --triplets: also remove "
+            "the source's documents the file no longer lists.",
+        ),
+    ] = False,
+    keep_missing: Annotated[
+        bool,
+        Parameter(
+            help="Keep documents whose files are gone from the folder. By default they are "
+            "removed, with the facts only they supported and entities left with no mention "
+            "and no fact. Files left out by --include/--exclude or skipped are never removed.",
+            negative=(),
+        ),
+    ] = False,
+    reextract: Annotated[
+        bool,
+        Parameter(
+            help="Extract every document again, unchanged ones too, past the extraction cache "
+            "(unchanged documents are re-extracted anyway when the method, model or prompt "
+            "version differs from their record).",
+            negative=(),
+        ),
+    ] = False,
     follow_symlinks: Annotated[
         bool,
         Parameter(
@@ -45,7 +70,11 @@ def ingest(
         ),
     ] = False,
     dry_run: Annotated[
-        bool, Parameter(help="Estimate LLM calls and tokens; write nothing.")
+        bool,
+        Parameter(
+            help="Estimate LLM calls and tokens and list the documents that would be removed; "
+            "write nothing."
+        ),
     ] = False,
     graph_mode: Annotated[
         Literal["llm", "metadata"],
@@ -80,6 +109,8 @@ def ingest(
         include=include or (),
         exclude=exclude or (),
         prune=prune,
+        keep_missing=keep_missing,
+        reextract=reextract,
         dry_run=dry_run,
         follow_symlinks=follow_symlinks,
         graph=graph_mode,
@@ -107,6 +138,16 @@ def summary_table(s: IngestSummary) -> Table:
     table.add_column("count", justify="right")
     for name, value in _counts(s):
         table.add_row(name, str(value))
+    gone = "would be removed (file gone)" if s.dry_run else "removed (file gone)"
+    for path in s.removed[:MAX_DROPPED_SHOWN]:
+        table.add_row(labelled(gone, "yellow", path), "")
+    if len(s.removed) > MAX_DROPPED_SHOWN:
+        table.add_row(labelled(gone, "yellow", "..."), f"{len(s.removed)} in all (see --json)")
+    if s.removal_needs_prune:
+        table.add_row(
+            labelled("confirm", "red"),
+            "over half of the source would go: the real run needs --prune (or --keep-missing)",
+        )
     for skip in s.skipped:
         table.add_row(labelled("skipped", "yellow", skip["path"]), inert(skip["reason"]))
     for err in s.import_errors:
@@ -132,7 +173,8 @@ def _counts(s: IngestSummary) -> list[tuple[str, object]]:
             f"{s.documents_new} / {s.documents_changed} / {s.documents_unchanged}",
         ),
         ("documents skipped", len(s.skipped)),
-        ("documents pruned", s.documents_pruned),
+        ("documents re-extracted (method or model changed)", s.documents_reextracted),
+        ("documents removed (file gone)", s.documents_pruned),
         ("chunks", s.chunks),
     ]
     if s.dry_run:

@@ -36,7 +36,8 @@ def migrate(
             inert(  # the notes may name relationship types found in the graph
                 f"graph model {report.from_version or 'empty'} -> {report.to_version}: "
                 f"{report.predicates} predicates catalogued, {report.relations_retyped} relations "
-                f"moved to another type, {report.documents_reset} documents to re-ingest"
+                f"moved to another type, {report.documents_reset} documents to re-ingest, "
+                f"{report.documents_recorded} given an extraction record"
                 + (f" ({'; '.join(report.notes)})" if report.notes else "")
             )
         )

@@ -44,6 +44,7 @@ from kg.answer.nlquery import QueryRequest, QueryResponse
 from kg.answer.nlquery import query as run_query
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
+from kg.cypher.guard import first_query_grace
 from kg.errors import KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify
 from kg.graph.meta import MODEL_VERSION, read_model
@@ -115,7 +116,9 @@ class IngestOptions:
     namespace: str | None = None
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
-    prune: bool = False
+    prune: bool = False  # confirm removing over half a source; imports: remove what is unlisted
+    keep_missing: bool = False  # keep documents whose files are gone (removed by default)
+    reextract: bool = False  # extract every document again, past the extraction cache
     dry_run: bool = False
     follow_symlinks: bool = False
     graph: Literal["llm", "metadata"] = "llm"  # metadata: the document graph alone, no LLM
@@ -169,6 +172,8 @@ class _GraphConfig:
                 include=options.include,
                 exclude=options.exclude,
                 prune=options.prune,
+                keep_missing=options.keep_missing,
+                reextract=options.reextract,
                 dry_run=options.dry_run,
                 follow_symlinks=options.follow_symlinks,
                 progress=progress,
@@ -294,6 +299,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         self._service: SearchBackend | None = None
         self._service_factory = service_factory
         self._lock = threading.Lock()
+        self._warm = False  # a read succeeded: later ones keep the strict query bound
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -325,6 +331,17 @@ class AsyncKnowledgeGraph(_GraphConfig):
         if self._sync is not None:
             await asyncio.to_thread(self._sync.close)
             self._sync = None
+
+    async def _first_read(self, what: str, call: Awaitable[T]) -> T:
+        """A read; the first ones (until one succeeds, unless start-up warmed the server) under
+        the first-query grace: a just-restarted Neo4j ran a first search past the strict bound
+        (kg/cypher/guard.py, ``search.first_query_timeout_s``)."""
+        if self._warm or getattr(self._service, "started", False):
+            return await _read(what, call)
+        with first_query_grace(self.settings.search.first_query_timeout_s):
+            result = await _read(what, call)
+        self._warm = True
+        return result
 
     @property
     def async_driver(self) -> AsyncDriver:
@@ -364,17 +381,18 @@ class AsyncKnowledgeGraph(_GraphConfig):
 
     async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
         call = CommunityReports(self.service, self.settings).search(request)
-        return await _read("global search", call)
+        return await self._first_read("global search", call)
 
     async def routed_search(self, request: RoutedRequest) -> RoutedResponse:
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
-        return await _read("search", run_routed_search(self.service, self.settings, request))
+        call = run_routed_search(self.service, self.settings, request)
+        return await self._first_read("search", call)
 
     async def search_request(self, request: SearchRequest) -> SearchResponse:
-        return await _read("search", self.service.local_search(request))
+        return await self._first_read("search", self.service.local_search(request))
 
     async def entity(self, entity_id: str) -> EntityDetail:
-        return await _read("entity", self.service.get_entity(entity_id))
+        return await self._first_read("entity", self.service.get_entity(entity_id))
 
     async def neighborhood(
         self,
@@ -388,14 +406,15 @@ class AsyncKnowledgeGraph(_GraphConfig):
         call = self.service.neighborhood(
             entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
         )
-        return await _read("neighborhood", call)
+        return await self._first_read("neighborhood", call)
 
     async def run_template(
         self, name: str, params: Mapping[str, Any] | None = None, /, **kw: Any
     ) -> TemplateResult:
         """One registry template through the guard; parameters as a mapping, keywords or both."""
         merged = {**(params or {}), **kw}
-        return await _read(f"template {name}", self.service.run_template(name, merged))
+        call = self.service.run_template(name, merged)
+        return await self._first_read(f"template {name}", call)
 
     def templates(self) -> list[TemplateInfo]:
         return self.service.templates()
@@ -429,14 +448,16 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.answer_request(_answer_request(question, mode, depth, as_of, limit))
 
     async def answer_request(self, request: AnswerRequest) -> AnswerResponse:
-        return await _read("answer", run_answer(self.service, self.settings, request))
+        call = run_answer(self.service, self.settings, request)
+        return await self._first_read("answer", call)
 
     async def query(self, question: str) -> QueryResponse:
         """The question as one registry template (chosen by the LLM), run through the guard."""
         return await self.query_request(_query_request(question))
 
     async def query_request(self, request: QueryRequest) -> QueryResponse:
-        return await _read("query", run_query(self.service, self.settings, request))
+        call = run_query(self.service, self.settings, request)
+        return await self._first_read("query", call)
 
     # -- writes (sync driver, worker thread) -----------------------------------------------------
 

@@ -10,6 +10,18 @@ Resolution is deterministic, so the rerun ends in the same graph as one uninterr
 
 Documents are identified by their source (the resolved root folder, or an explicit
 ``namespace``) and their path, so two sources never overwrite each other's documents.
+
+Keeping the graph in step with the folder: a document of this source whose file is gone from
+disk under the folder is removed (with what only it supported), unless ``keep_missing``. Gone
+means absent on disk, never "not loaded by this run": files left out by include/exclude,
+skipped or unreadable files, and other workers' files are all still there. A run that would
+remove more than half of a source's documents stops unless ``prune`` confirms it. A
+``--triplets`` import removes nothing unless ``prune`` (then: the source's documents the file
+no longer lists).
+
+Each document records how it was extracted (:class:`kg.graph.writer.Extraction`); an
+unchanged document is extracted again when this run's method, model or prompt version differ
+(or with ``reextract``), except that a metadata-only run never replaces richer facts.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -41,19 +54,23 @@ from kg.extract import (
     run_sync,
 )
 from kg.extract.ontology import ontology_from_settings
+from kg.extract.prompts import PROMPT_VERSION
 from kg.graph.meta import ensure_current
 from kg.graph.writer import (
     Bounds,
     ChunkRow,
     DocumentRow,
     EntityRow,
+    Extraction,
     GraphWriter,
     RelationRow,
+    StoredDocument,
     TypePolicy,
     WriteCounts,
 )
 from kg.languages import detect
 from kg.limits import check_namespace, cut_key, printable_path
+from kg.llm.endpoint import resolve_endpoint
 from kg.models import Chunk, Document, KnownEntity, Mention, ResolvedEntity
 from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.adjudicate import Adjudicator, make_adjudicator
@@ -90,8 +107,11 @@ class IngestSummary:
     documents_new: int = 0
     documents_changed: int = 0
     documents_unchanged: int = 0
-    documents_pruned: int = 0
+    documents_pruned: int = 0  # removed: their files are gone (a dry run: would be)
+    documents_reextracted: int = 0  # unchanged, extracted again (another method or model)
     documents_incomplete: int = 0
+    removed: list[str] = field(default_factory=list)  # paths of the documents pruned
+    removal_needs_prune: bool = False  # a dry run whose removals need --prune to confirm
     skipped: list[dict[str, str]] = field(default_factory=list)
     import_errors: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
@@ -147,6 +167,9 @@ class _Plan:
     todo: list[Document]
     gone: list[str]
     imported: dict[str, ExtractionResult]
+    in_source: int = 0  # documents the graph holds for this source
+    scoped: list[Document] = field(default_factory=list)  # everything loaded, source-scoped
+    stored_docs: dict[str, StoredDocument] = field(default_factory=dict)  # the graph's
     chunks: dict[str, list[Chunk]] = field(default_factory=dict)
     stored: set[str] = field(default_factory=set)  # ids in todo the graph already holds
 
@@ -203,6 +226,7 @@ def make_writer(
     )
 
 
+# Long on purpose: every option of a run, then the steps in order, one call each.
 def ingest(
     settings: Settings,
     driver: Driver,
@@ -213,6 +237,8 @@ def ingest(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     prune: bool = False,
+    keep_missing: bool = False,
+    reextract: bool = False,
     dry_run: bool = False,
     follow_symlinks: bool = False,
     progress: Progress | None = None,
@@ -224,7 +250,12 @@ def ingest(
     """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
 
     ``graph="metadata"``: no LLM call, only the document graph (which every run adds).
+    ``keep_missing``: remove nothing whose file is gone; ``prune``: confirm removing more than
+    half of the source (and, for ``triplets``, remove what the file no longer lists).
+    ``reextract``: extract every document again, past the extraction cache.
     """
+    if prune and keep_missing:
+        raise ConfigError("--prune confirms removals and --keep-missing refuses them: give one")
     started = time.monotonic()
     progress = progress or _Silent()
     root = path.resolve()
@@ -234,21 +265,22 @@ def ingest(
     embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
     writer = make_writer(settings, driver, chunk_embedder)
 
+    method = _method(settings, triplets, graph)
     with clock.stage("load"):
-        plan = _plan(
-            settings, writer, root, source, triplets, include, exclude, follow_symlinks, summary
-        )
+        loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
+        plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
+        _removals(plan, root, triplets, summary, prune=prune, keep_missing=keep_missing)
     with clock.stage("chunk", len(plan.todo)):
         _chunk(settings, plan, summary, progress)
     if dry_run:
-        _estimate(settings, plan, imports=triplets is not None, prune=prune, summary=summary)
+        _estimate(settings, plan, method=method, summary=summary)
         summary.seconds = round(time.monotonic() - started, 3)
         return summary
 
     # Extraction (or import): only validated results go on; failures are recorded.
     incomplete: set[str] = set()
     with clock.stage("extract", None if triplets is not None else len(plan.all_chunks)):
-        facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress)
+        facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress, reextract)
     summary.documents_incomplete = len(incomplete)
 
     with clock.stage("resolve"):
@@ -259,10 +291,11 @@ def ingest(
 
     with clock.stage("write", 6):
         args = (plan, facts, keys, resolution, chunk_embedder, extra, incomplete, summary)
-        _write(writer, *args, progress)
-        if prune and plan.gone:
+        _write(writer, *args, method, progress)
+        if plan.gone:
+            # The same path as a changed document's old contents: chunks, the facts only they
+            # supported, and entities left with no mention and no fact.
             pruned: WriteCounts = writer.delete_documents(plan.gone)
-            summary.documents_pruned = len(plan.gone)
             summary.entities_removed += pruned.entities_deleted
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
@@ -315,14 +348,110 @@ def _document_graph(
 
 
 def _estimate(
-    settings: Settings, plan: _Plan, *, imports: bool, prune: bool, summary: IngestSummary
+    settings: Settings, plan: _Plan, *, method: Extraction, summary: IngestSummary
 ) -> None:
-    """A dry run: what the LLM would cost and what --prune would remove; nothing written."""
-    if not imports:
+    """A dry run: what the LLM would cost (the chunks of every document to extract, new,
+    changed or re-extracted); what would be removed is already in the summary."""
+    if method.method == "llm":
         est = estimate(plan.all_chunks, settings.extract)
         summary.estimated_calls = est.calls
         summary.estimated_tokens = est.prompt_tokens + est.completion_tokens
-    summary.documents_pruned = len(plan.gone) if prune else 0
+
+
+def _method(settings: Settings, triplets: Path | None, graph: str) -> Extraction:
+    """How this run extracts: the record each document it writes gets."""
+    if triplets is not None:
+        return Extraction("triplets")
+    if graph == "metadata":
+        return Extraction("metadata")
+    return Extraction("llm", resolve_endpoint(settings, "extract").model, PROMPT_VERSION)
+
+
+def _outdated(stored: Extraction | None, run: Extraction) -> bool:
+    """Whether an unchanged document needs extracting again under this run's method.
+
+    A metadata-only run never replaces an LLM's or an import's facts (the document graph is
+    part of every run); an unrecorded model or prompt (a migrated graph) matches any.
+    """
+    if run.method == "metadata" or stored is None:
+        return False
+    if stored.method != run.method:
+        return True
+    return any(
+        old and old != new for old, new in ((stored.model, run.model), (stored.prompt, run.prompt))
+    )
+
+
+def _gone(
+    plan: _Plan,
+    root: Path,
+    source: str,
+    triplets: Path | None,
+    *,
+    prune: bool,
+    keep_missing: bool,
+) -> list[str]:
+    """Documents of this source to remove: their file is absent on disk under the folder.
+
+    Never "not loaded by this run": include/exclude, skipped and unreadable files are still
+    on disk, so other workers' and other filters' documents stay. An import removes only
+    with ``prune``: the source's documents the triplets file no longer lists.
+    """
+    present = {d.id for d in plan.scoped}
+    candidates = [
+        (doc_id, stored)
+        for doc_id, stored in plan.stored_docs.items()
+        if stored.source == source and doc_id not in present
+    ]
+    if triplets is not None:
+        return sorted(doc_id for doc_id, _ in candidates) if prune else []
+    if keep_missing:
+        return []
+    base = root if root.is_dir() else root.parent
+    return sorted(doc_id for doc_id, stored in candidates if _absent(base, stored))
+
+
+def _absent(base: Path, stored: StoredDocument) -> bool:
+    """True only when the file is certainly not there: anything else (a permission error,
+    a path too long to check) keeps the document."""
+    if not stored.path:
+        return False
+    try:
+        os.lstat(base / stored.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _removals(
+    plan: _Plan,
+    root: Path,
+    triplets: Path | None,
+    summary: IngestSummary,
+    *,
+    prune: bool,
+    keep_missing: bool,
+) -> None:
+    """Decide what the run removes; refuse (before any write) to remove more than half of the
+    source without ``prune``: a moved or unmounted folder looks like that. A dry run only
+    says so."""
+    source = summary.source
+    plan.gone = _gone(plan, root, source, triplets, prune=prune, keep_missing=keep_missing)
+    summary.removed = sorted(plan.stored_docs[i].path or i for i in plan.gone)
+    summary.documents_pruned = len(plan.gone)
+    if not plan.gone or prune or 2 * len(plan.gone) <= plan.in_source:
+        return
+    if summary.dry_run:
+        summary.removal_needs_prune = True
+        return
+    raise ConfigError(
+        f"this run would remove {len(plan.gone)} of the {plan.in_source} documents of source "
+        f"{source!r}, because their files are gone from {printable_path(str(root))}. If that "
+        "is intended, run it again with --prune to confirm; to keep them, add --keep-missing "
+        "(--dry-run lists them)."
+    )
 
 
 def _resolve(
@@ -344,38 +473,54 @@ def _resolve(
     return resolution, keys
 
 
-def _plan(
+@dataclass(frozen=True)
+class _Loaded:
+    documents: list[Document]
+    imported: dict[str, ExtractionResult]
+
+
+def _load(
     settings: Settings,
-    writer: GraphWriter,
     root: Path,
-    source: str,
     triplets: Path | None,
     include: Sequence[str],
     exclude: Sequence[str],
     follow_symlinks: bool,
     summary: IngestSummary,
-) -> _Plan:
-    """Load the documents and compare them with what the graph holds for this source."""
+) -> _Loaded:
+    """The documents of the folder (or the triplets file), with imported facts by id."""
     if triplets is not None:
         documents, imported = _imported_documents(triplets, summary)
-    else:
-        loaded = load_folder(
-            root,
-            include=include,
-            exclude=exclude,
-            max_file_bytes=settings.extract.max_file_bytes,
-            follow_symlinks=follow_symlinks,
-        )
-        documents, imported = list(loaded.documents), {}
-        summary.skipped = [{"path": s.path, "reason": s.reason} for s in loaded.skipped]
+        return _Loaded(documents, imported)
+    loaded = load_folder(
+        root,
+        include=include,
+        exclude=exclude,
+        max_file_bytes=settings.extract.max_file_bytes,
+        follow_symlinks=follow_symlinks,
+    )
+    summary.skipped = [{"path": s.path, "reason": s.reason} for s in loaded.skipped]
+    return _Loaded(list(loaded.documents), {})
+
+
+def _plan(
+    writer: GraphWriter,
+    source: str,
+    loaded: _Loaded,
+    summary: IngestSummary,
+    *,
+    method: Extraction,
+    reextract: bool,
+) -> _Plan:
+    """Compare the loaded documents with what the graph holds for this source."""
     # Identity is (source, path): re-id what the loader made from the path alone.
     scoped: list[Document] = []
     scoped_facts: dict[str, ExtractionResult] = {}
-    for doc in documents:
+    for doc in loaded.documents:
         new_id = document_id(doc.path, source)
         scoped.append(dataclasses.replace(doc, id=new_id))
-        if doc.id in imported:
-            scoped_facts[new_id] = imported[doc.id]
+        if doc.id in loaded.imported:
+            scoped_facts[new_id] = loaded.imported[doc.id]
 
     existing = writer.existing_documents()
     todo: list[Document] = []
@@ -384,18 +529,23 @@ def _plan(
         if stored is None:
             summary.documents_new += 1
             todo.append(doc)
-        elif stored.sha256 == doc.sha256:
-            summary.documents_unchanged += 1
-        else:
+        elif stored.sha256 != doc.sha256:
             summary.documents_changed += 1
             todo.append(doc)
-    present = {d.id for d in scoped}
-    gone = [
-        doc_id
-        for doc_id, stored in existing.items()
-        if stored.source == source and doc_id not in present
-    ]
-    return _Plan(todo, gone, scoped_facts, stored={d.id for d in todo if d.id in existing})
+        elif reextract or _outdated(stored.extraction, method):
+            summary.documents_reextracted += 1
+            todo.append(doc)
+        else:
+            summary.documents_unchanged += 1
+    return _Plan(
+        todo,
+        [],
+        scoped_facts,
+        stored={d.id for d in todo if d.id in existing},
+        in_source=sum(1 for d in existing.values() if d.source == source),
+        scoped=scoped,
+        stored_docs=existing,
+    )
 
 
 def _chunk(settings: Settings, plan: _Plan, summary: IngestSummary, progress: Progress) -> None:
@@ -415,13 +565,14 @@ def _facts(
     summary: IngestSummary,
     incomplete: set[str],
     progress: Progress,
+    reextract: bool = False,
 ) -> list[ChunkFacts]:
     """Imported triplets, or the LLM's extraction, or none (``graph="metadata"``)."""
     if triplets is not None:
         return _import_facts(plan)
     if graph == "metadata":
         return []  # the document graph is the whole graph: no LLM call
-    return _extract(settings, plan.all_chunks, summary, incomplete, progress)
+    return _extract(settings, plan.all_chunks, summary, incomplete, progress, refresh=reextract)
 
 
 def _import_facts(plan: _Plan) -> list[ChunkFacts]:
@@ -442,12 +593,13 @@ def _write(
     extra: docgraph.DocGraph,
     incomplete: set[str],
     summary: IngestSummary,
+    method: Extraction,
     progress: Progress,
 ) -> None:
     """Write in the order that keeps a failure harmless (see the module docstring)."""
     entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
     doc_rows = [
-        DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source)
+        DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source, method)
         for d in plan.todo
     ]
     # Hashes are cleared before anything of a changed document is touched.
@@ -533,12 +685,14 @@ def _extract(
     summary: IngestSummary,
     incomplete: set[str],
     progress: Progress,
+    *,
+    refresh: bool = False,
 ) -> list[ChunkFacts]:
     if not chunks:
         return []
     cache_path = settings.extract.cache_path
     cache_path.parent.mkdir(parents=True, exist_ok=True)
-    with ExtractionCache(cache_path) as cache:
+    with ExtractionCache(cache_path, refresh=refresh) as cache:
         extractor = make_extractor(settings, cache)
         run = run_sync(extractor, chunks, on_done=lambda _o: progress.advance())
     summary.llm_calls = run.usage.calls

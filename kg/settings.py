@@ -14,6 +14,7 @@ import os
 import warnings
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -35,7 +36,11 @@ class Neo4jSettings(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    uri: str = "bolt://127.0.0.1:7687"
+    uri: str = Field(
+        "bolt://127.0.0.1:7687",
+        description="Unset: the local server's address, `bolt://127.0.0.1:<KG_SERVER__BOLT_PORT>`, "
+        "so moving the local server moves every command with it.",
+    )
     username: str = "neo4j"
     configured_password: SecretStr | None = Field(
         None,
@@ -106,9 +111,27 @@ class LocalServerSettings(BaseModel):
     start_timeout_s: float = Field(120.0, gt=0)
 
     @property
+    def bolt_uri(self) -> str:
+        """The address the local server listens on (loopback only)."""
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+    @property
     def password_file(self) -> Path:
         """Where the server keeps the password it generated on first start (mode 0600)."""
         return self.home / "password"
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def uri_is_local(uri: str, bolt_port: int) -> bool:
+    """True when ``uri`` names the local server: a loopback host and its Bolt port."""
+    parts = urlsplit(uri)
+    try:
+        port = parts.port or 7687
+    except ValueError:
+        return False
+    return parts.scheme in {"bolt", "neo4j"} and parts.hostname in _LOOPBACK and port == bolt_port
 
 
 Mode = Literal["tools", "json", "json_schema", "md_json"]
@@ -382,6 +405,14 @@ class SearchSettings(BaseModel):
     """Guarded local search."""
 
     query_timeout_s: float = Field(5.0, gt=0, le=300)
+    first_query_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=300,
+        description="Time bound of each query of a library process's first search (until one "
+        "succeeds) and of start-up's warm-up searches. Right after a restart of Neo4j the cold "
+        "server ran them past `query_timeout_s`, which bounds every later query.",
+    )
     max_limit: int = Field(100, ge=1, le=10_000)
     row_cap: int = Field(2000, ge=1, le=100_000)
     max_concurrent_queries: int = Field(
@@ -757,6 +788,21 @@ class Settings(BaseSettings):
     router: RouterSettings = Field(default_factory=RouterSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _uri_follows_local_server(self) -> Settings:
+        """An unset URI is the local server's own address: one port setting moves both."""
+        if "uri" not in self.neo4j.model_fields_set:
+            self.neo4j.uri = self.server.bolt_uri
+            # Still "unset": a later copy with another bolt_port follows it again.
+            self.neo4j.model_fields_set.discard("uri")
+        return self
+
+    @property
+    def uses_local_server(self) -> bool:
+        """True when kg connects to the local server's own address and port (``kg neo4j
+        start``'s server), whether the URI was left unset or spelled out."""
+        return uri_is_local(self.neo4j.uri, self.server.bolt_port)
 
     @model_validator(mode="after")
     def _local_password_file(self) -> Settings:

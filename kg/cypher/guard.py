@@ -11,6 +11,12 @@ read at most the template's row cap and report ``truncated``. Driver errors beco
     refused connections              -> StoreUnavailable
     any other server or driver error -> StoreError
 
+A caller may widen the bound for what runs inside :func:`first_query_grace` (a context
+variable, so it reaches every task the call spawns): the library's first search and start-up's
+warm-up run there, under ``search.first_query_timeout_s``. Right after a restart of Neo4j a
+cold server (JVM, page cache) ran a first search's templates past ``query_timeout_s``
+(bench/restart_first_query.py); every later search keeps the strict bound.
+
 Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
 surface at once, and an unreachable server must not cost the retry budget. Not an explicit
 transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
@@ -21,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, LiteralString, TypeVar
 
@@ -64,6 +72,20 @@ PLAN_CONCURRENCY = 4
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+
+# The widened time bound of the reads inside first_query_grace, or None.
+_GRACE_S: ContextVar[float | None] = ContextVar("kg_first_query_grace_s", default=None)
+
+
+@contextmanager
+def first_query_grace(bound_s: float) -> Iterator[None]:
+    """Guarded reads in this block (and the tasks it starts) may run up to ``bound_s``, or
+    ``query_timeout_s`` when that is longer: for a first search on a server that may be cold."""
+    token = _GRACE_S.set(bound_s)
+    try:
+        yield
+    finally:
+        _GRACE_S.reset(token)
 
 
 async def _bounded(steps: Sequence[Awaitable[_T]], limit: int) -> list[_T]:
@@ -220,7 +242,7 @@ class Guard:
         packed: bool = False,
         temporal: bool = True,
     ) -> tuple[list[dict[str, Any]], bool]:
-        timeout = self._search.query_timeout_s
+        timeout = max(self._search.query_timeout_s, _GRACE_S.get() or 0.0)
         what = f"template {name}"
         try:
             async with asyncio.timeout(timeout + _CLIENT_GRACE_S):

@@ -49,9 +49,11 @@ def cache_key(chunk_sha256: str, model: str, ontology: Ontology | None = None) -
 class ExtractionCache:
     """Opens its file lazily (constructors do no I/O); use ``close()`` or ``with``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, refresh: bool = False) -> None:
         self._db = SqliteCache(path, schema=_SCHEMA, what="extraction cache")
         self.path = self._db.path
+        # refresh (``kg ingest --reextract``): every lookup misses, new results replace old.
+        self.refresh = refresh
 
     def _connection(self) -> sqlite3.Connection:
         return self._db.connection()
@@ -60,6 +62,8 @@ class ExtractionCache:
         self, chunk_sha256: str, model: str, ontology: Ontology | None = None
     ) -> ExtractionResult | None:
         """The cached result, or None (a row that no longer validates counts as a miss)."""
+        if self.refresh:
+            return None
         key = cache_key(chunk_sha256, model, ontology)
         row = self._db.fetchone("SELECT value FROM extractions WHERE key = ?", (key,))
         if row is None:
@@ -72,6 +76,8 @@ class ExtractionCache:
             return None
 
     def contains(self, chunk_sha256: str, model: str, ontology: Ontology | None = None) -> bool:
+        if self.refresh:
+            return False
         key = cache_key(chunk_sha256, model, ontology)
         return self._db.fetchone("SELECT 1 FROM extractions WHERE key = ?", (key,)) is not None
 

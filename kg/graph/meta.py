@@ -33,7 +33,9 @@ from kg.errors import GraphModelError
 #    entities carry their type's label (:Entity:Service) for Browser's colours, within a bound.
 # 5: every Entity-to-Entity relation also has a (:Fact) node, its "subject predicate object"
 #    text embedded by the chunk embedder (vector index fact_embedding), ABOUT both its ends.
-MODEL_VERSION = 5
+# 6: each document records how it was extracted (Document.extraction: llm, metadata or
+#    triplets; extraction_model, extraction_prompt), so another method or model re-extracts it.
+MODEL_VERSION = 6
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.
 EMBEDDER_INDEXES = {

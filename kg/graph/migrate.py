@@ -36,6 +36,12 @@ Model 4 -> 5:
    ``:Entity:Fact`` lose that label (and the stamp's list of granted labels loses it), so the
    fact index and constraint never cover an entity.
 
+Model 5 -> 6:
+1. every document without an extraction record gets one: ``llm`` (model and prompt version
+   unrecorded, so any LLM run takes it as its own) when a relation cites one of its chunks,
+   else ``metadata`` (the document graph alone: the next plain ``kg ingest`` extracts it, the
+   extraction cache making documents already extracted under the same model free).
+
 On a current graph, ``kg migrate`` re-embeds the chunks (and facts, which share the chunk
 embedder) or entities whose recorded embedder differs from the configured one (the fix
 :func:`kg.graph.meta.refuse_other_embedders` names).
@@ -131,6 +137,19 @@ SET c.language = row.language
 REMOVE c:ChunkEn:ChunkRu
 SET c:$(row.label)
 """
+# Only LLM extraction and imports write facts; a document any fact cites was one of those.
+_RECORD_EXTRACTION: LiteralString = """
+MATCH (d:Document) WHERE d.extraction IS NULL
+CALL (d) {
+  WITH d, EXISTS {
+    MATCH (c:Chunk {document_id: d.id})-[:MENTIONS]->(:Entity)-[r]-(:Entity)
+    WHERE c.id IN r.chunk_ids
+  } AS cited
+  SET d.extraction = CASE WHEN cited THEN 'llm' ELSE 'metadata' END,
+      d.extraction_model = '', d.extraction_prompt = ''
+} IN TRANSACTIONS OF 1000 ROWS
+"""
+_UNRECORDED: LiteralString = "MATCH (d:Document) WHERE d.extraction IS NULL RETURN count(d) AS n"
 _DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
 _ENTITY_TYPES: LiteralString = "MATCH (e:Entity) RETURN DISTINCT e.type AS type LIMIT 100000"
 _SET_TYPE_LABELS: LiteralString = """
@@ -184,6 +203,7 @@ class MigrationReport:
     entities_labelled: int = 0
     facts_created: int = 0
     facts_reembedded: int = 0
+    documents_recorded: int = 0  # documents given an extraction record (model 6)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -222,6 +242,11 @@ def migrate(
             session.run(_UNLABEL_FACT_ENTITIES).consume()
         driver.execute_query(_UNGRANT_FACT_LABEL, database_=database)
         report.facts_created = create_facts(driver, database, writer, chunk_embedder)
+    if found is not None and found < 6:
+        records, _, _ = driver.execute_query(_UNRECORDED, database_=database)
+        report.documents_recorded = int(records[0]["n"])
+        with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+            session.run(_RECORD_EXTRACTION).consume()
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():

@@ -49,7 +49,8 @@ SET d.path = row.path, d.title = row.title, d.root = row.root, d.source = row.so
 _COMPLETE_DOCUMENTS: LiteralString = """
 UNWIND $rows AS row
 MATCH (d:Document {id: row.id})
-SET d.sha256 = row.sha256, d.ingested_at = $now
+SET d.sha256 = row.sha256, d.ingested_at = $now, d.extraction = row.extraction,
+    d.extraction_model = row.extraction_model, d.extraction_prompt = row.extraction_prompt
 """
 
 _UPSERT_CHUNKS: LiteralString = """
@@ -178,7 +179,9 @@ SET f.validTo = r.validTo
 
 _EXISTING_DOCUMENTS: LiteralString = """
 MATCH (d:Document)
-RETURN d.id AS id, d.path AS path, d.sha256 AS sha256, d.root AS root, d.source AS source
+RETURN d.id AS id, d.path AS path, d.sha256 AS sha256, d.root AS root, d.source AS source,
+       d.extraction AS extraction, coalesce(d.extraction_model, '') AS extraction_model,
+       coalesce(d.extraction_prompt, '') AS extraction_prompt
 """
 
 _KNOWN_ENTITIES: LiteralString = """
@@ -229,6 +232,17 @@ DETACH DELETE d
 
 
 @dataclass(frozen=True)
+class Extraction:
+    """How a document's facts were made: ``llm`` (with its model and prompt version),
+    ``metadata`` (the document graph alone) or ``triplets`` (imported). An empty model or
+    prompt means "not recorded" (a graph migrated from before records were kept)."""
+
+    method: str
+    model: str = ""
+    prompt: str = ""
+
+
+@dataclass(frozen=True)
 class DocumentRow:
     id: str
     path: str
@@ -236,6 +250,7 @@ class DocumentRow:
     sha256: str
     root: str = ""
     source: str = ""
+    extraction: Extraction = Extraction("metadata")
 
 
 @dataclass(frozen=True)
@@ -244,6 +259,7 @@ class StoredDocument:
     sha256: str | None  # None: its last ingest did not finish
     root: str | None
     source: str | None = None
+    extraction: Extraction | None = None  # None: written by a kg that kept no record
 
 
 @dataclass(frozen=True)
@@ -346,7 +362,16 @@ class GraphWriter:
     def existing_documents(self) -> dict[str, StoredDocument]:
         records, _, _ = self.driver.execute_query(_EXISTING_DOCUMENTS, database_=self.database)
         return {
-            r["id"]: StoredDocument(r["path"], r["sha256"], r["root"], r["source"]) for r in records
+            r["id"]: StoredDocument(
+                r["path"],
+                r["sha256"],
+                r["root"],
+                r["source"],
+                Extraction(r["extraction"], r["extraction_model"], r["extraction_prompt"])
+                if r["extraction"] is not None
+                else None,
+            )
+            for r in records
         }
 
     def known_entities(self) -> list[KnownEntity]:
@@ -382,7 +407,17 @@ class GraphWriter:
         return self._batched(_UPSERT_DOCUMENTS, rows)
 
     def complete_documents(self, docs: Sequence[DocumentRow]) -> WriteCounts:
-        rows = [{"id": d.id, "sha256": d.sha256} for d in docs]
+        """Set each document's hash and extraction record: the last write of a document."""
+        rows = [
+            {
+                "id": d.id,
+                "sha256": d.sha256,
+                "extraction": d.extraction.method,
+                "extraction_model": d.extraction.model,
+                "extraction_prompt": d.extraction.prompt,
+            }
+            for d in docs
+        ]
         return self._batched(_COMPLETE_DOCUMENTS, rows)
 
     def upsert_chunks(self, chunks: Sequence[ChunkRow]) -> WriteCounts:

@@ -56,6 +56,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def port_free(port: int) -> bool:
+    """True when nothing listens on ``port`` on loopback and this user may bind it."""
+    if port_open(port):
+        return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def nearby_free_port(port: int, avoid: frozenset[int] = frozenset()) -> int:
+    """A free port near ``port`` (``port + 10``, ``+ 20``, ...), one a user can remember;
+    any free port when none of those is."""
+    for step in range(1, 40):
+        candidate = port + 10 * step
+        if candidate > 65535:
+            break
+        if candidate not in avoid and port_free(candidate):
+            return candidate
+    while (candidate := free_port()) in avoid:
+        pass
+    return candidate
+
+
 def tail_text(lines: list[str], n: int) -> str:
     return "\n".join(lines[-n:])
 

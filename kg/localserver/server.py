@@ -34,6 +34,7 @@ from kg.localserver.java import JavaRuntime, find_java
 from kg.localserver.process import (
     free_port,
     http_ok,
+    nearby_free_port,
     pid_alive,
     port_open,
     require_tool,
@@ -103,7 +104,7 @@ class LocalNeo4j:
 
     @property
     def bolt_uri(self) -> str:
-        return f"bolt://127.0.0.1:{self._server.bolt_port}"
+        return self._server.bolt_uri
 
     @property
     def browser_url(self) -> str:
@@ -221,12 +222,7 @@ class LocalNeo4j:
             return self.status()
         runtime = find_java()
         java = str(runtime.java)
-        for port in (self._server.bolt_port, self._server.http_port):
-            if port_open(port):
-                raise ServerError(
-                    f"port {port} on 127.0.0.1 is already taken by another process; "
-                    "stop it or set KG_SERVER__BOLT_PORT / KG_SERVER__HTTP_PORT"
-                )
+        self._check_ports()
         lib = self.ensure_jars()
         self._make_home()
         conf_dir = self._write_config()
@@ -249,6 +245,13 @@ class LocalNeo4j:
             if legacy:
                 self._replace_legacy_password()
         return self.status()
+
+    def _check_ports(self) -> None:
+        """Refuse a taken port with one fix that works when followed literally."""
+        ports = {"BOLT": self._server.bolt_port, "HTTP": self._server.http_port}
+        taken = {name: port for name, port in ports.items() if port_open(port)}
+        if taken:
+            raise ServerError(port_advice(taken, ports, self._settings))
 
     def stop(self, *, timeout_s: float = 60.0) -> bool:
         """Stop cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False when not running."""
@@ -347,6 +350,32 @@ class LocalNeo4j:
         except OSError:
             return pid  # not Linux: trust the pid file
         return pid if config.ENTRY_POINT.encode() in cmdline else None
+
+
+def port_advice(taken: dict[str, int], ports: dict[str, int], settings: Settings) -> str:
+    """The port-collision message: what is taken, and one ``export`` line that moves kg's
+    server to free ports and (because an unset URI follows the Bolt port) every command too."""
+    avoid = frozenset(ports.values())
+    moves: dict[str, str] = {}
+    for name, port in taken.items():
+        new = nearby_free_port(port, avoid)
+        avoid |= {new}
+        moves[f"KG_SERVER__{name}_PORT"] = str(new)
+        if (
+            name == "BOLT"
+            and "uri" in settings.neo4j.model_fields_set
+            and settings.uses_local_server
+        ):
+            # A URI spelled out does not follow the port: move it with the server.
+            moves["KG_NEO4J__URI"] = f"bolt://127.0.0.1:{new}"
+    what = " and ".join(f"port {p} ({n.lower()})" for n, p in taken.items())
+    assignments = " ".join(f"{k}={v}" for k, v in moves.items())
+    return (
+        f"{what} on 127.0.0.1 {'is' if len(taken) == 1 else 'are'} already taken by another "
+        f"process. To run kg's Neo4j beside it: `export {assignments}`, then run the command "
+        "again (the local server will listen there and every kg command will connect there), "
+        "or stop the other process."
+    )
 
 
 @contextmanager

@@ -98,6 +98,7 @@ class SearchService:
         self._search = settings.search
         self._driver = driver
         self.guard = Guard(driver, settings, registry)
+        self.started = False  # set by a successful startup(): the server was warmed
         weights = Weights.from_settings(settings.search)
         self.context = SignalContext(
             guard=self.guard,
@@ -118,8 +119,11 @@ class SearchService:
     # -- start-up (kg.search.startup) ------------------------------------------------------
 
     async def startup(self) -> dict[str, str]:
-        """EXPLAIN every template; ConfigError when one is not read-only."""
-        return await startup.start(self)
+        """EXPLAIN every template; ConfigError when one is not read-only. Then warm the server:
+        after it, searches need no first-query grace (``started``)."""
+        found = await startup.start(self)
+        self.started = True
+        return found
 
     async def warm_up(self) -> int:
         """Plan the search templates (see :func:`kg.search.startup.warm_up`)."""

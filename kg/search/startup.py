@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from neo4j import AsyncDriver
 
+from kg.cypher.guard import first_query_grace
 from kg.cypher.params import ChunksByVectorParams, EntitySeedsParams
 from kg.errors import ConfigError, KGError
 from kg.graph.meta import check_current_async
@@ -49,7 +50,9 @@ async def start(service: SearchService) -> dict[str, str]:
         samples.setdefault(prepared.text, prepared.cypher_params())
     found = await service.guard.verify_read_only(samples)
     await service.warm_up()
-    await service.warm_searches()
+    # The warm-up is what meets a cold server: its searches get the first-query grace.
+    with first_query_grace(settings.search.first_query_timeout_s):
+        await service.warm_searches()
     return found
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from kg.errors import NotFoundError
 from kg.search.models import EntityDetail, Neighborhood, SearchRequest, SearchResponse
 from kg.search.service import SearchService
 from kg.settings import Settings
+from tests.clienv import cli_env
 from tests.graphdata import tuned, with_service, write_test_graph
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,15 +221,7 @@ def test_templates_are_listed_with_their_parameters(driver: Driver, settings: Se
 
 
 def test_cli_json_is_the_search_response(graph: Driver, settings: Settings) -> None:
-    env = {
-        **os.environ,
-        "NEO4J_URI": settings.neo4j.uri,
-        "NEO4J_USERNAME": settings.neo4j.username,
-        "NEO4J_PASSWORD": settings.neo4j.password.get_secret_value(),
-        "NEO4J_DATABASE": settings.neo4j.database,
-        "KG_RESOLVE__EMBEDDING_DIM": str(settings.resolve.embedding_dim),
-        "KG_SEARCH__SEEDS": "1",
-    }
+    env = cli_env(settings, KG_SEARCH__SEEDS="1")  # none of the caller's KG_ or NEO4J_
     run = [sys.executable, "-m", "cli.main", "search", TWO_HOPS, "--depth", "2", "--mode",
            "graph", "--json"]  # fmt: skip
     proc = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, check=False)

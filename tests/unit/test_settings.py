@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,46 @@ def test_hub_degree_defaults_to_a_bound_and_rejects_nonsense(
     monkeypatch.setenv("KG_SEARCH__HUB_DEGREE", "0")
     with pytest.raises(ValueError, match="hub_degree"):
         Settings()
+
+
+def test_an_unset_uri_follows_the_local_servers_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KG_SERVER__BOLT_PORT", "7697")
+    s = Settings()
+    assert s.neo4j.uri == "bolt://127.0.0.1:7697"
+    assert s.uses_local_server
+    # Built from arguments, the same: one place decides.
+    assert Settings(server={"bolt_port": 7701}).neo4j.uri == "bolt://127.0.0.1:7701"
+
+
+def test_a_uri_given_is_kept_and_says_whether_it_is_the_local_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KG_SERVER__BOLT_PORT", "7697")
+    monkeypatch.setenv("KG_NEO4J__URI", "bolt://127.0.0.1:7687")
+    s = Settings()
+    assert s.neo4j.uri == "bolt://127.0.0.1:7687"
+    assert not s.uses_local_server  # another server on the old port
+    monkeypatch.setenv("KG_NEO4J__URI", "neo4j://localhost:7697")
+    assert Settings().uses_local_server
+    monkeypatch.setenv("NEO4J_URI", "bolt://db.example:7697")
+    monkeypatch.delenv("KG_NEO4J__URI")
+    assert not Settings().uses_local_server
+
+
+def test_port_advice_names_free_ports_and_moves_a_local_uri_too() -> None:
+    from kg.localserver.server import port_advice
+
+    plain = Settings(server={"bolt_port": 7687, "http_port": 7474})
+    message = port_advice({"BOLT": 7687}, {"BOLT": 7687, "HTTP": 7474}, plain)
+    found = re.search(r"`export KG_SERVER__BOLT_PORT=(\d+)`", message)
+    assert found, message
+    assert int(found.group(1)) not in (7687, 7474)
+    spelled = Settings(neo4j={"uri": "bolt://127.0.0.1:7687"}, server={"bolt_port": 7687})
+    both = port_advice({"BOLT": 7687, "HTTP": 7474}, {"BOLT": 7687, "HTTP": 7474}, spelled)
+    assignments = dict(
+        a.split("=", 1)
+        for a in re.search(r"`export ([^`]+)`", both).group(1).split()  # type: ignore[union-attr]
+    )
+    assert set(assignments) == {"KG_SERVER__BOLT_PORT", "KG_SERVER__HTTP_PORT", "KG_NEO4J__URI"}
+    assert assignments["KG_NEO4J__URI"] == f"bolt://127.0.0.1:{assignments['KG_SERVER__BOLT_PORT']}"
+    assert assignments["KG_SERVER__BOLT_PORT"] != assignments["KG_SERVER__HTTP_PORT"]
