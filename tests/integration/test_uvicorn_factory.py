@@ -41,7 +41,7 @@ def test_plain_uvicorn_factory_logs_requests_cleanly(settings: Settings) -> None
         sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app",
         "--host", "127.0.0.1", "--port", str(port),
     ]  # fmt: skip
-    proc = subprocess.Popen(  # noqa: S603 - this interpreter, fixed arguments
+    proc = subprocess.Popen(
         cmd,
         cwd=REPO,
         env=cli_env(settings),

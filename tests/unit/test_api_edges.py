@@ -323,7 +323,7 @@ def test_redaction_keeps_the_arguments_a_formatter_unpacks() -> None:
     leaky = _record('%s - "%s %s HTTP/%s" %d', "1.2.3.4:9", "GET", f"/x?k={PASSWORD}", "1.1", 401)
     assert redact.filter(leaky)
     assert isinstance(leaky.args, tuple)
-    client, method, path, version, status = leaky.args
+    _client, _method, path, _version, status = leaky.args
     assert (path, status) == ("/x?k=***", 401)
     assert PASSWORD not in logging.Formatter().format(leaky)
 
