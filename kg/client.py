@@ -47,14 +47,14 @@ from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify
 from kg.graph.meta import MODEL_VERSION, read_model
-from kg.graph.migrate import MigrationReport
+from kg.graph.migrate import MigrationReport, already_current
 from kg.graph.migrate import migrate as run_migrate
 from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
 from kg.resolve import Embedder, make_embedder
-from kg.resolve.embed import make_chunk_embedder
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search.global_models import (
     GlobalSearchRequest,
     GlobalSearchResponse,
@@ -198,6 +198,13 @@ class _GraphConfig:
         try:
             if check:
                 return MigrationReport(from_version=read_model(driver, self.database).effective)
+            identities = {
+                "entity": embedder_identity(self.embedder),
+                "chunk": embedder_identity(self.chunk_embedder),
+            }
+            current = already_current(driver, self.database, identities)
+            if current is not None:
+                return current
             self._schema(driver)
             return run_migrate(
                 driver,

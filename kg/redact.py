@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 if TYPE_CHECKING:  # pydantic loads when settings are walked: `kg --help` never builds them
     from pydantic import BaseModel
@@ -41,6 +41,19 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
         elif secret in text:
             text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", MASK, text)
     return text
+
+
+def public_url(url: str) -> str:
+    """``url`` as an error may name it: no userinfo, query or fragment (a key may ride in
+    any of them: ``https://user:key@host``, ``?api-key=...``)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return scrub(url.split("?", 1)[0].split("#", 1)[0])
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def uri_secrets(uri: str) -> list[str]:
