@@ -45,7 +45,7 @@ from kg.answer.nlquery import query as run_query
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.errors import KGError, rejected, translate
-from kg.graph.driver import open_async_driver, open_driver, verify
+from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, read_model
 from kg.graph.migrate import MigrationReport, already_current
 from kg.graph.migrate import migrate as run_migrate
@@ -226,7 +226,7 @@ class _GraphConfig:
     def _open_sync(self) -> Driver:
         driver = open_driver(self.settings.neo4j)
         try:
-            verify(driver, self.settings.neo4j)
+            verify(driver, self.settings.neo4j, local_bolt_port=self.settings.server.bolt_port)
         except BaseException:
             driver.close()
             raise
@@ -301,6 +301,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         self._service: SearchBackend | None = None
         self._service_factory = service_factory
         self._lock = threading.Lock()
+        self._verified = False
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -329,6 +330,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         if self._driver is not None:
             await self._driver.close()
             self._driver, self._service = None, None
+        self._verified = False
         if self._sync is not None:
             await asyncio.to_thread(self._sync.close)
             self._sync = None
@@ -414,11 +416,26 @@ class AsyncKnowledgeGraph(_GraphConfig):
         except (KGError, Neo4jError, DriverError, OSError):
             return False
 
+    async def verify(self) -> None:
+        """Fail at once, naming the URI and the fix, when Neo4j does not answer at all: a
+        command's first query would otherwise be retried for seconds, with a warning each time.
+        Once per open graph; transient errors later in the work are still retried."""
+        if not self._verified:
+            await verify_async(
+                self.async_driver,
+                self.settings.neo4j,
+                local_bolt_port=self.settings.server.bolt_port,
+            )
+            self._verified = True
+
     async def startup(self) -> dict[str, str]:
         """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""
+        await self.verify()
         return await _read("start-up", self.service.startup())
 
     async def check_model(self) -> None:
+        """Refuse a graph of another model or embedder (after :meth:`verify`)."""
+        await self.verify()
         await _read("model check", self.service.check_model())
 
     # -- questions through the LLM (kg/answer/cited.py, kg/answer/nlquery.py) ---------------
@@ -633,6 +650,10 @@ class KnowledgeGraph(_GraphConfig):
 
     def health(self) -> bool:
         return self._read(lambda g: g.health())
+
+    def verify(self) -> None:
+        """Fail at once, naming the URI and the fix, when Neo4j does not answer at all."""
+        self._read(lambda g: g.verify())
 
     def startup(self) -> dict[str, str]:
         """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""

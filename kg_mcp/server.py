@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -33,6 +33,7 @@ from kg import (
 )
 from kg import AsOf as AsOfType
 from kg.errors import validation_errors
+from kg_mcp.arguments import plain_sentence
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -131,9 +132,25 @@ _RUN_TEMPLATE_OWN = frozenset(
 )
 
 
+class KgServer(MCPServer[Any]):
+    """The SDK's server, answering refused arguments in one plain sentence
+    (:mod:`kg_mcp.arguments`) instead of pydantic's report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            tool = next((t for t in await self.list_tools() if t.name == name), None)
+            schema = tool.input_schema if tool is not None else {}
+            raise ToolError(plain_sentence(name, cause, schema)) from cause
+
+
 def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     """The MCP server over an opened graph (the caller owns its lifetime)."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = KgServer(
         name="kg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
 
