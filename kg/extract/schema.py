@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from kg.extract.ontology import Ontology
-from kg.extract.predicates import normalize_predicate
+from kg.extract.predicates import canonical_predicate, normalize_predicate
 from kg.limits import MAX_NAME_CHARS
 from kg.names import plain_name
 
@@ -92,7 +92,7 @@ def _clean_text(value: Any) -> str:
 def _to_predicate(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    return normalize_predicate(value)
+    return canonical_predicate(value)  # DEPENDS_ON for "зависит от" too
 
 
 Name = Annotated[str, BeforeValidator(_clean_name)]
