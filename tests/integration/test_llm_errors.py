@@ -70,7 +70,10 @@ def test_rest_answer_names_the_endpoint_and_the_settings(
 ) -> None:
     url, public = dead
     app = create_app(_with_answer(settings, url), service_factory=verified_once_factory)
-    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+    with (
+        LiveServer(app, start_timeout_s=300) as server,
+        httpx.Client(base_url=server.url, timeout=120) as http,
+    ):
         resp = http.post("/answer", json={"question": QUESTION, "mode": "text"})
     assert resp.status_code == 502, resp.text
     body = resp.json()
