@@ -61,12 +61,19 @@ Question = Annotated[
     str,
     Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question, in plain words."),
 ]
+_MODES = (
+    "text: chunks by words (BM25); vector: chunks by meaning; graph: entities linked from the "
+    "question, expanded through relations, and their passages; hybrid: the three fused."
+)
 Mode = Annotated[
     AnswerMode,
+    Field(description=f"auto (default): hybrid, the fused local search; {_MODES}"),
+]
+AnswerModeArg = Annotated[
+    AnswerMode,
     Field(
-        description="auto (default): hybrid for now; text: chunks by words (BM25); vector: "
-        "chunks by meaning; graph: entities linked from the question, expanded through "
-        "relations, and their passages; hybrid: the three fused."
+        description="auto (default): the router picks text, vector, graph or hybrid for the "
+        f"question, as `kg search` and POST /answer do; {_MODES}"
     ),
 ]
 Depth = Annotated[
@@ -174,7 +181,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     @server.tool(annotations=_READ_ONLY)
     async def answer(
         question: Question,
-        mode: Mode = "auto",
+        mode: AnswerModeArg = "auto",
         depth: Depth = 2,
         limit: Annotated[int, Field(ge=1, le=50, description="Context chunks/relations.")] = 10,
         as_of: AsOf = None,
