@@ -234,7 +234,8 @@ class LocalNeo4j:
                 return self.java_record.read_text(encoding="utf-8").strip()
             return "unknown (started by an older kg)"
         try:
-            return f"would run on {find_java().describe()}"
+            cache = self._server.jar_cache.expanduser() / "java-versions.json"
+            return f"would run on {find_java(cache=cache).describe()}"
         except ServerError as exc:
             return str(exc)
 
