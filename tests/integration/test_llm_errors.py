@@ -57,7 +57,12 @@ def _with_answer(settings: Settings, base_url: str) -> Settings:
     answer = settings.answer.model_validate(
         {"base_url": base_url, "api_key": KEY, "model": "no-such-model", "max_calls": 2}
     )
-    return api_settings(settings, require_auth=False).model_copy(update={"answer": answer})
+    # a busy shared machine and a cold server: generous bounds, so only the LLM can fail
+    neo4j = settings.neo4j.model_copy(update={"connection_timeout_s": 30.0})
+    search = settings.search.model_copy(update={"query_timeout_s": 60.0})
+    return api_settings(settings, require_auth=False).model_copy(
+        update={"answer": answer, "neo4j": neo4j, "search": search}
+    )
 
 
 def _no_secrets(text: str) -> None:
@@ -89,7 +94,11 @@ def test_kg_ask_names_the_endpoint_and_the_settings(
 ) -> None:
     url, public = dead
     env = cli_env(
-        settings, KG_LLM__BASE_URL=url, KG_LLM__API_KEY=KEY, KG_LLM__MODEL="no-such-model"
+        settings,
+        KG_LLM__BASE_URL=url,
+        KG_LLM__API_KEY=KEY,
+        KG_LLM__MODEL="no-such-model",
+        KG_SEARCH__QUERY_TIMEOUT_S="60",
     )
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "ask", QUESTION, "--mode", "text"],
