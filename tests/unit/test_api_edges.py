@@ -328,6 +328,18 @@ def test_redaction_keeps_the_arguments_a_formatter_unpacks() -> None:
     assert PASSWORD not in logging.Formatter().format(leaky)
 
 
+def test_uvicorns_access_formatter_formats_a_redacted_record() -> None:
+    from uvicorn.logging import AccessFormatter
+
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", f"/x?k={PASSWORD}", "1.1", 200), None,
+    )  # fmt: skip
+    assert RedactFilter([PASSWORD]).filter(record)
+    line = AccessFormatter('%(client_addr)s - "%(request_line)s" %(status_code)s').format(record)
+    assert line == '127.0.0.1:5 - "GET /x?k=*** HTTP/1.1" 200 OK'
+
+
 def test_redaction_reads_a_lazy_source_on_the_first_record() -> None:
     calls: list[int] = []
 
