@@ -11,7 +11,6 @@ from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme, Tag
 from neo4j.exceptions import DriverError
 
@@ -21,6 +20,7 @@ from api.auth import SECURITY_SCHEME, AccessPolicy, access_guard, check_auth_con
 from api.backend import Backend, ServiceFactory
 from api.browser import BrowserAssetsController
 from api.deps import provide_backend, provide_graph
+from api.docs_assets import DocsAssetsController, offline_swagger
 from api.errors import exception_handler
 from api.middleware import EdgeMiddleware
 from api.openapi import render_once
@@ -56,10 +56,8 @@ def openapi_config() -> OpenAPIConfig:
         version=kg.__version__,
         description=_DESCRIPTION,
         path=SCHEMA_PATH,
-        # rendered once, not on every request (api/openapi.py)
-        render_plugins=render_once(
-            ScalarRenderPlugin(path=["/", "/scalar"]), SwaggerRenderPlugin()
-        ),
+        # rendered once (api/openapi.py); Swagger UI's files served by kg (api/docs_assets.py)
+        render_plugins=render_once(offline_swagger(path=["/", "/swagger"])),
         components=Components(
             security_schemes={
                 SECURITY_SCHEME: SecurityScheme(
@@ -135,6 +133,7 @@ def create_app(
         debug=False,
     )
     app.register(BrowserAssetsController)  # Browser's style and guide: open, no graph data
+    app.register(DocsAssetsController)  # the docs page's Swagger UI files: no CDN
     # Outermost, before routing: Host check, body deadline, client identity (api/middleware.py)
     edge = EdgeMiddleware(
         cast("Any", app.asgi_handler), policy, body_timeout_s=settings.api.body_timeout_s

@@ -84,7 +84,7 @@ def install(secrets: Iterable[str], handlers: Iterable[logging.Handler] | None =
         fallback.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logging.getLogger().addHandler(fallback)
     targets = list(handlers) if handlers is not None else _handlers(LOGGERS)
-    # the redaction filter goes first: the repeat filter then sees scrubbed, formatted text
+    # the redaction filter goes first: the repeat filter then sees scrubbed text
     install_redaction(targets, secrets)
     for handler in targets:
         if not any(isinstance(f, RepeatFilter) for f in handler.filters):

@@ -18,18 +18,65 @@ app = App(
     version=kg.__version__,
     help="Turn folders of documents into a temporal knowledge graph in Neo4j; search it safely.",
 )
-app.command("cli.neo4j_cmd:app", name="neo4j")
-app.command("cli.schema_cmd:app", name="schema")
-app.command("cli.ingest_cmd:ingest", name="ingest")
-app.command("cli.migrate_cmd:migrate", name="migrate")
-app.command("cli.communities_cmd:app", name="communities")
-app.command("cli.search_cmd:search", name="search")
-app.command("cli.ask_cmd:ask", name="ask")
-app.command("cli.query_cmd:query", name="query")
-app.command("cli.mcp_cmd:mcp", name="mcp")
-app.command("cli.serve_cmd:serve", name="serve")
-app.command("cli.example_cmd:example", name="example")
-app.command("cli.browse_cmd:browse", name="browse")
+
+#: Every command: where it lives, and its description (the listing in `kg --help` shows the first
+#: line without importing the command; a test keeps each equal to the command's own docstring).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "neo4j": (
+        "cli.neo4j_cmd:app",
+        "Run a local Neo4j Community server from Maven Central jars (no Docker, no Maven).",
+    ),
+    "schema": ("cli.schema_cmd:app", "Constraints and indexes."),
+    "ingest": (
+        "cli.ingest_cmd:ingest",
+        "Load, chunk, extract (or import), resolve and write PATH into Neo4j.\n\n"
+        "Exit codes: 0 done; 1 error; 2 done, but some chunks failed or the budget stopped "
+        "the run (what was done is kept; rerun to retry the rest).",
+    ),
+    "migrate": (
+        "cli.migrate_cmd:migrate",
+        "Convert the graph in place to the current graph model (safe to run again).\n\n"
+        "Documents are marked for rewriting: run the same `kg ingest` commands afterwards and "
+        "each document is written again in the new form. Exit code 0 when the graph is current.",
+    ),
+    "communities": ("cli.communities_cmd:app", "Communities of entities and their reports."),
+    "search": (
+        "cli.search_cmd:search",
+        "Answer a question from the graph: entities, relations and the chunks behind them.",
+    ),
+    "ask": (
+        "cli.ask_cmd:ask",
+        "Answer a question from the graph, citing the chunks and relations it rests on.\n\n"
+        "Uses the LLM of KG_ANSWER__* (unset fields: KG_LLM__*). When the retrieved context "
+        "does not answer the question, says so instead of guessing.",
+    ),
+    "query": (
+        "cli.query_cmd:query",
+        "Run a question as one of the read-only templates; the LLM never writes Cypher.\n\n"
+        "Uses the LLM of KG_ANSWER__* (unset fields: KG_LLM__*). A question no template fits "
+        "exits with 2 and the list of templates.",
+    ),
+    "mcp": (
+        "cli.mcp_cmd:mcp",
+        "Serve kg as an MCP server: search, answer, get_entity, neighborhood, list_templates, "
+        "run_template (docs/agents.md).",
+    ),
+    "serve": (
+        "cli.serve_cmd:serve",
+        "Serve the REST API. Auth (bearer keys) is on whenever --host is not loopback.",
+    ),
+    "example": (
+        "cli.example_cmd:example",
+        "Build the example graph and search it: the quickest way to see kg work.",
+    ),
+    "browse": (
+        "cli.browse_cmd:browse",
+        "Open Neo4j Browser with kg's guide, or print its URL and the guide command.\n\n"
+        "Exit code 3 when the local Neo4j is not running.",
+    ),
+}
+for _name, (_path, _help) in COMMANDS.items():
+    app.command(_path, name=_name, help=_help)
 
 
 def main() -> None:

@@ -113,7 +113,9 @@ def setup_logging(level: str = "WARNING") -> logging.Handler:
         root.addHandler(handler)
     handler.setLevel(level)
     root.setLevel(level)
-    install_redaction([handler], secrets())
+    # the secrets are listed when the first record arrives: building the settings for them
+    # here would cost every command (`kg --help` included) a quarter second
+    install_redaction([handler], (), source=secrets)
     return handler
 
 

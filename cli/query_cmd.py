@@ -32,7 +32,7 @@ def query(
 ) -> int:
     """Run a question as one of the read-only templates; the LLM never writes Cypher.
 
-    Uses the LLM of KG_ANSWER__* (unset fields: KG_EXTRACT__*). A question no template fits
+    Uses the LLM of KG_ANSWER__* (unset fields: KG_LLM__*). A question no template fits
     exits with 2 and the list of templates.
 
     Parameters

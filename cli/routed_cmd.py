@@ -1,7 +1,8 @@
-"""``kg search --mode global|auto``: global search and the router, from the terminal.
+"""``kg search`` in every mode: through the library's routed search, as ``POST /search``.
 
 ``--json`` prints ``RoutedResponse.model_dump_json()``, the body ``POST /search`` returns:
-``mode`` (what ran), ``reason`` (why), and ``local`` or ``global_search``.
+``mode`` (what ran), ``reason`` (why: the router's rule, or ``requested``), and ``local`` or
+``global_search``.
 """
 
 from __future__ import annotations
@@ -73,7 +74,13 @@ async def _search(settings: Settings, request: RoutedRequest) -> RoutedResponse:
 
 def _invalid(errors: list[dict[str, str]]) -> int:
     for error in errors:
-        name = "query" if error["field"] == "query" else "--" + error["field"].replace("_", "-")
+        field = error["field"]
+        if field == "query":
+            name = "query"
+        elif field.startswith("relation_types"):
+            name = "--relation-type"
+        else:
+            name = "--" + field.replace("_", "-")
         err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
     return EXIT_INVALID
 

@@ -1,26 +1,19 @@
-"""``kg search "question"``: guarded local search from the terminal.
+"""``kg search "question"``: guarded search from the terminal, in any mode.
 
-``--json`` prints exactly what REST returns for the same request: with a local mode (text,
-vector, graph, hybrid) the body of ``POST /search/local`` (``SearchResponse``); with ``auto``
-(the default) or ``global`` the body of ``POST /search`` (``RoutedResponse``: the mode that
-ran, why, and its result).
+``--json`` prints one shape whatever the mode: the body of ``POST /search`` for the same
+request (``RoutedResponse``: ``requested``, the ``mode`` that ran, ``reason``, and ``local``,
+the body ``POST /search/local`` returns, or ``global_search``). A script reads
+``.local.entities`` after ``--mode graph`` as after the default ``auto``.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from cyclopts import Parameter
-from rich.console import Console
 
-from cli.local_search import print_local, run_local
-from cli.output import labelled, run_and_print, validated
-from kg import Mode, QueryRejected, SearchRequest, SearchResponse, Settings
-
-err_console = Console(stderr=True)
-
-EXIT_INVALID = 2
+from cli.routed_cmd import routed
+from kg import Mode
 
 
 def search(
@@ -56,37 +49,7 @@ def search(
     relation_type
         Only expand through this relationship type; repeat for several.
     json_output
-        Print the response as JSON (the REST endpoint's body).
+        Print the response as JSON: POST /search's body for every mode (mode, reason, and
+        `local`, POST /search/local's body, or `global_search`).
     """
-    if mode in ("global", "auto"):
-        from cli.routed_cmd import routed  # global search and the router
-
-        return routed(query, mode, depth, limit, as_of, relation_type, json_output)
-    raw = {
-        "query": query,
-        "mode": mode,
-        "depth": depth,
-        "limit": limit,
-        "as_of": as_of,
-        "relation_types": relation_type,
-    }
-
-    def run() -> SearchResponse:
-        request = validated(SearchRequest, raw, "search")
-        return asyncio.run(run_local(Settings(), request))
-
-    return run_and_print(run, json_output=json_output, show=print_local, invalid=_rejected)
-
-
-def _rejected(exc: QueryRejected) -> int:
-    return _invalid(exc.errors or [{"field": "request", "reason": str(exc)}])
-
-
-def _invalid(errors: list[dict[str, str]]) -> int:
-    for error in errors:
-        name = "--relation-type" if error["field"].startswith("relation_types") else None
-        name = name or "--" + error["field"].replace("_", "-")
-        if error["field"] == "query":
-            name = "query"
-        err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))
-    return EXIT_INVALID
+    return routed(query, mode, depth, limit, as_of, relation_type, json_output)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import uvicorn
@@ -61,12 +63,7 @@ def serve(
 
     from api.app import SCHEMA_PATH, create_app
     from api.auth import auth_required
-    from api.serving import (
-        configure_protocol,
-        raise_open_files_limit,
-        uvicorn_options,
-        worker_share,
-    )
+    from api.serving import raise_open_files_limit, worker_share
     from cli.output import setup_logging
 
     settings = Settings()
@@ -100,6 +97,32 @@ def serve(
     processes = f"  {settings.api.workers} workers" if settings.api.workers > 1 else ""
     console.print(f"kg API on [link={base}]{base}[/link]  auth {auth}{processes}")
     console.print(f"API docs at [link={base}{SCHEMA_PATH}]{base}{SCHEMA_PATH}[/link]")
+    with _serving(settings):
+        return _run(app, settings)
+
+
+@contextlib.contextmanager
+def _serving(settings: Settings) -> Iterator[None]:
+    """Record where this process serves, for `kg browse` and the next `kg neo4j start`; say so
+    when the running local Neo4j's Browser loads kg's style from another address."""
+    from kg import local_server
+
+    server = local_server(settings)
+    with server.serving(settings.api) as url:
+        style = server.browser_style_url
+        if server.status().running and style is not None and not style.startswith(url + "/"):
+            console.print(
+                f"[yellow]note:[/] Neo4j Browser loads kg's style from {style} (set when the "
+                "local Neo4j started); restart it to load it from here: "
+                "`kg neo4j stop && kg neo4j start`"
+            )
+        yield
+
+
+def _run(app: Litestar, settings: Settings) -> int:
+    """uvicorn in this process, or ``--workers`` spawned processes sharing the port."""
+    from api.serving import configure_protocol, uvicorn_options
+
     options = uvicorn_options(
         settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
     )

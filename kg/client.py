@@ -46,16 +46,16 @@ from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.cypher.guard import first_query_grace
 from kg.errors import KGError, rejected, translate
-from kg.graph.driver import open_async_driver, open_driver, verify
+from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, read_model
-from kg.graph.migrate import MigrationReport
+from kg.graph.migrate import MigrationReport, already_current
 from kg.graph.migrate import migrate as run_migrate
 from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, make_writer
 from kg.ingest import ingest as run_ingest
 from kg.resolve import Embedder, make_embedder
-from kg.resolve.embed import make_chunk_embedder
+from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search.global_models import (
     GlobalSearchRequest,
     GlobalSearchResponse,
@@ -203,6 +203,13 @@ class _GraphConfig:
         try:
             if check:
                 return MigrationReport(from_version=read_model(driver, self.database).effective)
+            identities = {
+                "entity": embedder_identity(self.embedder),
+                "chunk": embedder_identity(self.chunk_embedder),
+            }
+            current = already_current(driver, self.database, identities)
+            if current is not None:
+                return current
             self._schema(driver)
             return run_migrate(
                 driver,
@@ -224,7 +231,7 @@ class _GraphConfig:
     def _open_sync(self) -> Driver:
         driver = open_driver(self.settings.neo4j)
         try:
-            verify(driver, self.settings.neo4j)
+            verify(driver, self.settings.neo4j, local_bolt_port=self.settings.server.bolt_port)
         except BaseException:
             driver.close()
             raise
@@ -300,6 +307,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         self._service_factory = service_factory
         self._lock = threading.Lock()
         self._warm = False  # a read succeeded: later ones keep the strict query bound
+        self._verified = False
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -328,6 +336,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         if self._driver is not None:
             await self._driver.close()
             self._driver, self._service = None, None
+        self._verified = False
         if self._sync is not None:
             await asyncio.to_thread(self._sync.close)
             self._sync = None
@@ -426,11 +435,26 @@ class AsyncKnowledgeGraph(_GraphConfig):
         except (KGError, Neo4jError, DriverError, OSError):
             return False
 
+    async def verify(self) -> None:
+        """Fail at once, naming the URI and the fix, when Neo4j does not answer at all: a
+        command's first query would otherwise be retried for seconds, with a warning each time.
+        Once per open graph; transient errors later in the work are still retried."""
+        if not self._verified:
+            await verify_async(
+                self.async_driver,
+                self.settings.neo4j,
+                local_bolt_port=self.settings.server.bolt_port,
+            )
+            self._verified = True
+
     async def startup(self) -> dict[str, str]:
         """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""
+        await self.verify()
         return await _read("start-up", self.service.startup())
 
     async def check_model(self) -> None:
+        """Refuse a graph of another model or embedder (after :meth:`verify`)."""
+        await self.verify()
         await _read("model check", self.service.check_model())
 
     # -- questions through the LLM (kg/answer/cited.py, kg/answer/nlquery.py) ---------------
@@ -647,6 +671,10 @@ class KnowledgeGraph(_GraphConfig):
 
     def health(self) -> bool:
         return self._read(lambda g: g.health())
+
+    def verify(self) -> None:
+        """Fail at once, naming the URI and the fix, when Neo4j does not answer at all."""
+        self._read(lambda g: g.verify())
 
     def startup(self) -> dict[str, str]:
         """Refuse a graph of another model; EXPLAIN every template (each must be a read)."""

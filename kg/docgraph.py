@@ -31,6 +31,7 @@ import yaml
 
 from kg.limits import cut_name
 from kg.models import Chunk, Document, KnownEntity, ResolvedEntity
+from kg.names import plain_name
 from kg.resolve.cluster import entity_id, type_key
 from kg.resolve.embed import Embedder
 from kg.words import Lexicon, form
@@ -85,22 +86,22 @@ def front_matter(text: str) -> dict[str, object]:
 def _strings(value: object) -> list[str]:
     """Declared names, each bounded like every name (kg/limits.py)."""
     if isinstance(value, str):
-        return [cut_name(value.strip())]
+        return [cut_name(plain_name(value))]
     if isinstance(value, list):
         declared = [v for v in value[:_MAX_DECLARED] if isinstance(v, str | int | float)]
-        return [cut_name(str(v).strip()) for v in declared]
+        return [cut_name(plain_name(str(v))) for v in declared]
     return []
 
 
 def _headings(text: str) -> list[str]:
     """Headings of a chunk, each bounded like every name (kg/limits.py)."""
-    found = [m.group(1).strip() for m in _HEADING.finditer(text)]
+    found = [m.group(1) for m in _HEADING.finditer(text)]
     lines = text.splitlines()
     for i in range(len(lines) - 1):
         line, under = lines[i].strip(), lines[i + 1].rstrip()
         if line and _RST_UNDERLINE.match(under) and len(under) >= len(line):
             found.append(line)
-    return [cut_name(h) for h in found]
+    return [cut_name(plain_name(h)) for h in found]
 
 
 def _link_target(doc_path: str, target: str, titles: Mapping[str, str]) -> str | None:
@@ -128,7 +129,7 @@ def candidates(
     if not chunks:
         return []
     meta = front_matter(doc.text)
-    doc_title = cut_name(doc.title.strip())  # already cut by the loaders; a library caller's too
+    doc_title = cut_name(plain_name(doc.title))  # cut by the loaders; a library caller's too
     title = Candidate(
         doc_title,
         TOPIC,
@@ -145,12 +146,12 @@ def candidates(
         for match in _MD_LINK.finditer(chunk.text):
             target = _link_target(doc.path, match.group(2), titles)
             if target:
-                target = cut_name(target)
+                target = cut_name(plain_name(target))
                 found.append(Candidate(target, TOPIC, title_aliases(target), {chunk.id}))
         for match in _WIKI_LINK.finditer(chunk.text):
-            name = match.group(1).strip()
+            name = cut_name(plain_name(match.group(1)))
             found.append(Candidate(name, TOPIC, title_aliases(name), {chunk.id}))
-    return [c for c in found if form(c.name) is not None]
+    return [c for c in found if c.name and form(c.name) is not None]
 
 
 def build(

@@ -13,11 +13,12 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import unquote, urlsplit
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pydantic import BaseModel, SecretStr
+if TYPE_CHECKING:  # pydantic loads when settings are walked: `kg --help` never builds them
+    from pydantic import BaseModel
 
 MASK = "***"
 
@@ -42,6 +43,19 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+def public_url(url: str) -> str:
+    """``url`` as an error may name it: no userinfo, query or fragment (a key may ride in
+    any of them: ``https://user:key@host``, ``?api-key=...``)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return scrub(url.split("?", 1)[0].split("#", 1)[0])
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def uri_secrets(uri: str) -> list[str]:
     """The password (and the whole userinfo) written inside a URI, raw and percent-decoded."""
     try:
@@ -60,6 +74,8 @@ def uri_secrets(uri: str) -> list[str]:
 
 def settings_secrets(settings: BaseModel) -> list[str]:
     """Every ``SecretStr`` value anywhere in ``settings``, and passwords inside its URIs."""
+    from pydantic import BaseModel, SecretStr
+
     found: list[str] = []
 
     def walk(value: Any) -> None:
@@ -106,21 +122,41 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
 class RedactFilter(logging.Filter):
     """Scrubs every record passing a handler: message, arguments and traceback text.
 
-    One instance per handler; more secrets can be added later (each app adds its own).
+    One instance per handler; more secrets can be added later (each app adds its own), or a
+    ``source`` that lists them on the first record (the CLI's: building the settings costs
+    a quarter second that ``kg --help`` must not pay).
+
+    A record keeps the shape of its ``args`` (a formatter may unpack them: uvicorn's access
+    formatter does): a record with no secret is left as it is; otherwise each argument is
+    scrubbed in place, and only when that cannot clean the message is it flattened.
     """
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, secrets: Iterable[str] = (), *, source: Callable[[], Iterable[str]] | None = None
+    ) -> None:
         super().__init__()
         self._secrets: set[str] = set()
+        self._sources: list[Callable[[], Iterable[str]]] = []
         self._lock = threading.Lock()
         self.add(secrets)
+        if source is not None:
+            self._sources.append(source)
 
     def add(self, secrets: Iterable[str]) -> None:
         with self._lock:
             self._secrets |= {s for s in secrets if s}
 
+    def add_source(self, source: Callable[[], Iterable[str]]) -> None:
+        """Secrets to read when the first record arrives (not now)."""
+        with self._lock:
+            self._sources.append(source)
+
     @property
     def secrets(self) -> frozenset[str]:
+        with self._lock:
+            sources, self._sources = self._sources, []
+        for source in sources:
+            self.add(source())
         return frozenset(self._secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -129,8 +165,11 @@ class RedactFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a broken format string: keep the raw text, scrubbed
             message = f"{record.msg} {record.args}"
-        record.msg = scrub(message, secrets)
-        record.args = None
+            record.msg, record.args = scrub(message, secrets), None
+        else:
+            clean = scrub(message, secrets)
+            if clean != message:
+                _scrub_args(record, clean, secrets)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
@@ -140,12 +179,46 @@ class RedactFilter(logging.Filter):
         return True
 
 
-def install_redaction(handlers: Iterable[logging.Handler], secrets: Iterable[str]) -> None:
-    """Put (or extend) a ``RedactFilter`` on each handler."""
+def _scrub_value(value: object, secrets: frozenset[str]) -> object:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    text = str(value)
+    return value if scrub(text, secrets) == text else scrub(text, secrets)
+
+
+def _scrub_args(record: logging.LogRecord, clean: str, secrets: frozenset[str]) -> None:
+    """Scrub ``record``'s template and each argument, keeping the arguments' shape; when a
+    secret spans them (or a type no longer formats), the message is flattened to ``clean``."""
+    args = record.args
+    msg = scrub(record.msg, secrets) if isinstance(record.msg, str) else clean
+    if isinstance(args, tuple):
+        record.msg, record.args = msg, tuple(_scrub_value(a, secrets) for a in args)
+    elif isinstance(args, Mapping):
+        record.msg, record.args = msg, {k: _scrub_value(v, secrets) for k, v in args.items()}
+    else:
+        record.msg, record.args = clean, None
+        return
+    try:
+        again = record.getMessage()
+    except Exception:
+        again = None
+    if again is None or scrub(again, secrets) != again:
+        record.msg, record.args = clean, None
+
+
+def install_redaction(
+    handlers: Iterable[logging.Handler],
+    secrets: Iterable[str],
+    *,
+    source: Callable[[], Iterable[str]] | None = None,
+) -> None:
+    """Put (or extend) a ``RedactFilter`` on each handler; ``source`` is read on first use."""
     secrets = list(secrets)
     for handler in handlers:
         existing = next((f for f in handler.filters if isinstance(f, RedactFilter)), None)
         if existing is None:
-            handler.addFilter(RedactFilter(secrets))
+            handler.addFilter(RedactFilter(secrets, source=source))
         else:
             existing.add(secrets)
+            if source is not None:
+                existing.add_source(source)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -33,6 +33,7 @@ from kg import (
 )
 from kg import AsOf as AsOfType
 from kg.errors import validation_errors
+from kg_mcp.arguments import plain_sentence
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -60,12 +61,19 @@ Question = Annotated[
     str,
     Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question, in plain words."),
 ]
+_MODES = (
+    "text: chunks by words (BM25); vector: chunks by meaning; graph: entities linked from the "
+    "question, expanded through relations, and their passages; hybrid: the three fused."
+)
 Mode = Annotated[
     AnswerMode,
+    Field(description=f"auto (default): hybrid, the fused local search; {_MODES}"),
+]
+AnswerModeArg = Annotated[
+    AnswerMode,
     Field(
-        description="auto (default): hybrid for now; text: chunks by words (BM25); vector: "
-        "chunks by meaning; graph: entities linked from the question, expanded through "
-        "relations, and their passages; hybrid: the three fused."
+        description="auto (default): the router picks text, vector, graph or hybrid for the "
+        f"question, as `kg search` and POST /answer do; {_MODES}"
     ),
 ]
 Depth = Annotated[
@@ -131,9 +139,25 @@ _RUN_TEMPLATE_OWN = frozenset(
 )
 
 
+class KgServer(MCPServer[Any]):
+    """The SDK's server, answering refused arguments in one plain sentence
+    (:mod:`kg_mcp.arguments`) instead of pydantic's report."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            tool = next((t for t in await self.list_tools() if t.name == name), None)
+            schema = tool.input_schema if tool is not None else {}
+            raise ToolError(plain_sentence(name, cause, schema)) from cause
+
+
 def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     """The MCP server over an opened graph (the caller owns its lifetime)."""
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = KgServer(
         name="kg", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING"
     )
 
@@ -157,7 +181,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     @server.tool(annotations=_READ_ONLY)
     async def answer(
         question: Question,
-        mode: Mode = "auto",
+        mode: AnswerModeArg = "auto",
         depth: Depth = 2,
         limit: Annotated[int, Field(ge=1, le=50, description="Context chunks/relations.")] = 10,
         as_of: AsOf = None,

@@ -19,7 +19,7 @@ from kg.extract.cache import ExtractionCache
 from kg.extract.client import LLMExtractor
 from kg.extract.importer import ImportedDocument, ImportResult, read_triplets
 from kg.extract.ontology import Ontology, load_ontology, ontology_from_settings
-from kg.extract.predicates import is_valid_predicate, normalize_predicate
+from kg.extract.predicates import canonical_predicate, is_valid_predicate, normalize_predicate
 from kg.extract.prompts import PROMPT_VERSION, SCHEMA_VERSION
 from kg.extract.schema import ExtractedEntity, ExtractedRelation, ExtractionResult
 
@@ -40,6 +40,7 @@ __all__ = [
     "LLMExtractor",
     "Ontology",
     "Usage",
+    "canonical_predicate",
     "estimate",
     "is_valid_predicate",
     "load_ontology",

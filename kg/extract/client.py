@@ -219,8 +219,7 @@ class LLMExtractor:
                 meter.add_usage(exc.usage, budget)
                 if isinstance(exc, LLMEndpointError) and exc.fatal:
                     raise ExtractionError(
-                        f"the LLM endpoint rejected the request ({exc.detail}); "
-                        "check base_url, model and api_key"
+                        self.endpoint.failed(exc.detail, status=exc.status)
                     ) from exc
                 if not (isinstance(exc, LLMEndpointError) and exc.transient):
                     kept = _salvaged(exc, ontology)
@@ -232,14 +231,26 @@ class LLMExtractor:
                     return outcome(None, self._invalid_reason(exc, meter), meter.usage(failed=True))
                 attempt += 1
                 if attempt >= settings.backoff_attempts:
-                    reason = f"gave up after {attempt} attempts: {exc.detail}"
+                    failed = self.endpoint.failed(
+                        exc.detail,
+                        status=exc.status,
+                        connection=exc.connection,
+                        timed_out=exc.timed_out,
+                    )
+                    reason = f"gave up after {attempt} attempts: {failed}"
                     return outcome(None, _shorten(reason), meter.usage(failed=True))
                 if not budget.reserve_call():
                     reason = f"stopped: {budget.reason}; last error: {exc.detail}"
                     return outcome(None, _shorten(reason), meter.usage(failed=True))
                 meter.calls += 1
                 delay = self._backoff(attempt, exc)
-                log.warning("chunk %s: %s; retrying in %.2fs", chunk.id, exc.detail, delay)
+                log.warning(
+                    "chunk %s: the LLM endpoint %s: %s; retrying in %.2fs",
+                    chunk.id,
+                    self.endpoint.where,
+                    exc.detail,
+                    delay,
+                )
                 await asyncio.sleep(delay)
                 continue
             except LLMCallError as exc:  # e.g. truncated output (finish_reason=length)

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from kg.errors import ConfigError
-from kg.extract.predicates import normalize_predicate
+from kg.extract.predicates import canonical_predicate
 from kg.settings import ExtractSettings
 
 __all__ = ["Ontology", "load_ontology", "ontology_from_settings"]
@@ -55,7 +55,7 @@ class Ontology:
             types = tuple(seen.values())
         preds = None
         if predicates is not None:
-            preds = tuple(dict.fromkeys(normalize_predicate(str(p)) for p in predicates))
+            preds = tuple(dict.fromkeys(canonical_predicate(str(p)) for p in predicates))
         return cls(types, preds)
 
     @property

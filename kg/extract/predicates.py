@@ -6,6 +6,13 @@ relation ("published by", "publishedBy", "Published-By") always lands on one pre
 Letters that look alike across Latin and Cyrillic are folded into the script of the rest of
 their word, so ``DEPENDS_ОN`` with a Cyrillic ``О`` is ``DEPENDS_ON``, while a genuinely
 Russian predicate stays Russian. The allowlist itself lives in :mod:`kg.models`.
+
+Translations are one predicate: a corpus in English and Russian stated ``depends on`` and
+``зависит от`` for the same fact, and the vocabulary held DEPENDS_ON and ЗАВИСИТ_ОТ apart (two
+types in Browser, two values for a filter, half the evidence each). :func:`canonical_predicate`
+maps a normalized predicate through :data:`SYNONYMS`, a small table of Russian phrasings of
+the common relations to the English predicate, and is what extraction, the triplets import and
+an ontology use. A predicate not in the table stays as it is (Russian or not).
 """
 
 from __future__ import annotations
@@ -15,7 +22,14 @@ import unicodedata
 
 from kg.models import RELATION_TYPE_RE, is_relation_type
 
-__all__ = ["MAX_PREDICATE_LENGTH", "PREDICATE_RE", "is_valid_predicate", "normalize_predicate"]
+__all__ = [
+    "MAX_PREDICATE_LENGTH",
+    "PREDICATE_RE",
+    "SYNONYMS",
+    "canonical_predicate",
+    "is_valid_predicate",
+    "normalize_predicate",
+]
 
 MAX_PREDICATE_LENGTH = 64
 PREDICATE_RE = RELATION_TYPE_RE  # one allowlist, defined in kg.models
@@ -25,6 +39,40 @@ _CYRILLIC_TO_LATIN = dict(zip("АВЕКМНОРСТХУІЈЅ", "ABEKMHOPCTXYIJS
 _LATIN_TO_CYRILLIC = {latin: cyr for cyr, latin in _CYRILLIC_TO_LATIN.items()}
 
 _NON_WORD = re.compile(r"[\W_]+")
+
+#: Normalized Russian predicates -> the English predicate they translate. Direction is kept:
+#: ``X принадлежит Y`` is ``X OWNED_BY Y``, ``X владеет Y`` is ``X OWNS Y``.
+SYNONYMS: dict[str, str] = {
+    "ЗАВИСИТ_ОТ": "DEPENDS_ON",
+    "ВЫЗЫВАЕТ": "CALLS",
+    "ИСПОЛЬЗУЕТ": "USES",
+    "ЯВЛЯЕТСЯ_ЧАСТЬЮ": "PART_OF",
+    "ВХОДИТ_В": "MEMBER_OF",
+    "ЯВЛЯЕТСЯ_ЧЛЕНОМ": "MEMBER_OF",
+    "ПРИНАДЛЕЖИТ": "OWNED_BY",
+    "ВЛАДЕЕТ": "OWNS",
+    "РАБОТАЕТ_НА": "RUNS_ON",
+    "РАБОТАЕТ_В": "RUNS_ON",
+    "ЗАПУЩЕН_НА": "RUNS_ON",
+    "ХРАНИТ_ДАННЫЕ_В": "STORES_DATA_IN",
+    "ПУБЛИКУЕТ_В": "PUBLISHES_TO",
+    "ПОТРЕБЛЯЕТ_ИЗ": "CONSUMES_FROM",
+    "ЧИТАЕТ_ИЗ": "CONSUMES_FROM",
+    "НАХОДИТСЯ_В": "LOCATED_IN",
+    "РАСПОЛОЖЕН_В": "LOCATED_IN",
+    "РУКОВОДИТ": "LEADS",
+    "ОБСЛУЖИВАЕТ": "OPERATES",
+    "ЗАТРОНУЛ": "AFFECTED",
+    "ЗАТРАГИВАЕТ": "AFFECTED",
+    "ВЫЗВАН": "CAUSED_BY",
+    "ВЫЗВАНО": "CAUSED_BY",
+    "ИМЕЕТ_ВЕРСИЮ": "HAS_VERSION",
+    "ЯВЛЯЕТСЯ_ЭКЗЕМПЛЯРОМ": "INSTANCE_OF",
+    "РЕПЛИЦИРУЕТСЯ_В": "REPLICATES_TO",
+    "ЗАМЕНЯЕТ": "REPLACES",
+    "СОПРОВОЖДАЕТСЯ": "MAINTAINED_BY",
+    "УТВЕРЖДЕН": "APPROVED_BY",
+}
 
 
 def normalize_predicate(value: str) -> str:
@@ -42,6 +90,12 @@ def normalize_predicate(value: str) -> str:
     if not text or not is_relation_type(text):
         raise ValueError(f"predicate {value!r} has no usable letters")
     return text
+
+
+def canonical_predicate(value: str) -> str:
+    """``value`` normalized, then as the one predicate of its translations (:data:`SYNONYMS`)."""
+    text = normalize_predicate(value)
+    return SYNONYMS.get(text, text)
 
 
 def _script(ch: str) -> str | None:

@@ -26,8 +26,9 @@ from pydantic import (
 )
 
 from kg.extract.ontology import Ontology
-from kg.extract.predicates import normalize_predicate
+from kg.extract.predicates import canonical_predicate, normalize_predicate
 from kg.limits import MAX_NAME_CHARS
+from kg.names import plain_name
 
 __all__ = [
     "DroppedItem",
@@ -72,9 +73,9 @@ def parse_partial_date(value: Any) -> date | None:
 def _clean_name(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    text = " ".join(value.split())
+    text = plain_name(value)  # `"timeout"` is timeout (kg/names.py)
     if not text:
-        raise ValueError("must not be empty")
+        raise ValueError("must not be empty (nor only quotes or Markdown marks)")
     if len(text) > MAX_NAME_LENGTH:
         raise ValueError(f"is longer than {MAX_NAME_LENGTH} characters; use a short name")
     return text
@@ -91,7 +92,7 @@ def _clean_text(value: Any) -> str:
 def _to_predicate(value: Any) -> str:
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    return normalize_predicate(value)
+    return canonical_predicate(value)  # DEPENDS_ON for "зависит от" too
 
 
 Name = Annotated[str, BeforeValidator(_clean_name)]
@@ -151,7 +152,7 @@ class ExtractedEntity(BaseModel):
         seen = {self.name.casefold()}
         kept: list[str] = []
         for alias in self.aliases:
-            alias = " ".join(alias.split())
+            alias = plain_name(alias)
             if alias and alias.casefold() not in seen:
                 seen.add(alias.casefold())
                 kept.append(alias)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
 from kg.errors import StoreError, StoreUnavailable
+from kg.redact import public_url
 from kg.settings import Neo4jSettings
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _options(settings: Neo4jSettings) -> dict[str, Any]:
@@ -32,16 +36,56 @@ def open_async_driver(settings: Neo4jSettings) -> AsyncDriver:
     return AsyncGraphDatabase.driver(settings.uri, **_options(settings))
 
 
-def verify(driver: Driver, settings: Neo4jSettings) -> None:
-    """Raise a clear kg error when Neo4j does not answer or refuses the credentials."""
+def _is_local_server(uri: str, local_bolt_port: int | None) -> bool:
+    """Whether ``uri`` names the local server's Bolt port on loopback (``kg neo4j start``)."""
+    if local_bolt_port is None:
+        return False
+    try:
+        parts = urlsplit(uri)
+        port = parts.port or 7687
+    except ValueError:
+        return False
+    return parts.hostname in _LOOPBACK and port == local_bolt_port
+
+
+def unreachable(settings: Neo4jSettings, local_bolt_port: int | None = None) -> StoreUnavailable:
+    """Neo4j does not answer at all: one line with the URI tried and the fix."""
+    uri = public_url(settings.uri)
+    if _is_local_server(settings.uri, local_bolt_port):
+        fix = "start the local server with `kg neo4j start`"
+    else:
+        fix = "check that it runs, or set KG_NEO4J__URI (or NEO4J_URI) to a Neo4j that does"
+    return StoreUnavailable(f"Neo4j does not answer at {uri}: {fix}")
+
+
+def _refused(settings: Neo4jSettings) -> StoreError:
+    return StoreError(
+        f"Neo4j at {public_url(settings.uri)} refused the credentials for user "
+        f"{settings.username!r}: set KG_NEO4J__PASSWORD (or NEO4J_PASSWORD)"
+    )
+
+
+def verify(driver: Driver, settings: Neo4jSettings, *, local_bolt_port: int | None = None) -> None:
+    """Raise a clear kg error when Neo4j does not answer or refuses the credentials.
+
+    The driver's connectivity check makes one connection and retries nothing, so a Neo4j
+    that is not there fails within the connection timeout (at once for a closed port), before
+    any managed transaction could retry and warn about it."""
     try:
         driver.verify_connectivity()
     except AuthError as exc:
-        raise StoreError(
-            f"Neo4j at {settings.uri} refused the credentials for user {settings.username!r}"
-        ) from exc
+        raise _refused(settings) from exc
     except (ServiceUnavailable, OSError) as exc:
-        raise StoreUnavailable(
-            f"Neo4j does not answer at {settings.uri}; start it with `kg neo4j start` "
-            "or set NEO4J_URI"
-        ) from exc
+        raise unreachable(settings, local_bolt_port) from exc
+
+
+async def verify_async(
+    driver: AsyncDriver, settings: Neo4jSettings, *, local_bolt_port: int | None = None
+) -> None:
+    """:func:`verify` for the async driver (the read path of the CLI and the MCP server)."""
+    try:
+        await driver.verify_connectivity()
+    except AuthError as exc:
+        raise _refused(settings) from exc
+    except (ServiceUnavailable, OSError) as exc:
+        raise unreachable(settings, local_bolt_port) from exc

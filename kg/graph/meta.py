@@ -50,6 +50,12 @@ RETURN m.model_version AS version,
        EXISTS { MATCH (:Document) } OR EXISTS { MATCH (:Entity) } AS has_data
 """
 
+_READ_STATE: LiteralString = """
+OPTIONAL MATCH (m:KgMeta {id: 'kg'})
+RETURN m.model_version AS version, m.entity_embedder AS entity, m.chunk_embedder AS chunk,
+       EXISTS { MATCH (:Document) } OR EXISTS { MATCH (:Entity) } AS has_data
+"""
+
 _STAMP: LiteralString = """
 MERGE (m:KgMeta {id: 'kg'})
 SET m.model_version = $version, m.updated_at = datetime()
@@ -83,6 +89,15 @@ def read_model(driver: Driver, database: str) -> GraphModel:
     records, _, _ = driver.execute_query(_READ, database_=database)
     version = records[0]["version"]
     return GraphModel(int(version) if version is not None else None, bool(records[0]["has_data"]))
+
+
+def read_state(driver: Driver, database: str) -> tuple[GraphModel, dict[str, str | None]]:
+    """The model stamp and the recorded embedders, in one query (``kg migrate``'s first look)."""
+    records, _, _ = driver.execute_query(_READ_STATE, database_=database)
+    row = records[0]
+    version = row["version"]
+    model = GraphModel(int(version) if version is not None else None, bool(row["has_data"]))
+    return model, {"entity": row["entity"], "chunk": row["chunk"]}
 
 
 def stamp(driver: Driver, database: str, version: int = MODEL_VERSION) -> None:

@@ -105,7 +105,11 @@ async def ask(
             reply = await client.create(response_model, messages, reask=reask, context=context)
     except LLMEndpointError as exc:
         meter.add(exc.usage)
-        raise ExtractionError(f"the LLM endpoint failed: {exc.brief}") from exc
+        raise ExtractionError(
+            endpoint.failed(
+                exc.brief, status=exc.status, connection=exc.connection, timed_out=exc.timed_out
+            )
+        ) from exc
     except LLMInvalidOutput as exc:
         meter.add(exc.usage)
         why = f" ({meter.budget_hit} was spent)" if meter.budget_hit else ""

@@ -14,9 +14,10 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, SecretStr
 
+from kg.redact import public_url
 from kg.settings import ExtractSettings, LLMSettings, LLMUse, Settings
 
-__all__ = ["USES", "Endpoint", "extract_endpoint", "resolve_endpoint"]
+__all__ = ["USES", "Endpoint", "extract_endpoint", "resolve_endpoint", "setting_names"]
 
 USES: tuple[LLMUse, ...] = get_args(LLMUse)
 
@@ -43,6 +44,54 @@ class Endpoint:
     def from_settings(cls, settings: Settings, use: LLMUse = "answer") -> Endpoint:
         """The endpoint of ``use`` (``answer`` by default: answers and questions to templates)."""
         return resolve_endpoint(settings, use)
+
+    @property
+    def where(self) -> str:
+        """What was called, safe to print: the URL without userinfo or query, and the model."""
+        return f"{public_url(self.base_url)} (model {self.model})"
+
+    def failed(
+        self,
+        what: str,
+        *,
+        status: int | None = None,
+        connection: bool = False,
+        timed_out: bool = False,
+    ) -> str:
+        """One line for a failed call: the endpoint tried, what happened, the settings to
+        change (never the key): ``the LLM endpoint http://... (model m) failed: timeout; ...``.
+        """
+        url, model, key = (setting_names(self.use, f) for f in ("base_url", "model", "api_key"))
+        if timed_out:
+            timeout = setting_names(self.use, "timeout_s")
+            fix = f"it gave no answer within {self.timeout_s:g}s ({timeout}); check its load"
+        elif status in (401, 403):
+            fix = f"check the key ({key})"
+        elif status == 404:
+            fix = f"check the model ({model}) and the URL ({url})"
+        elif connection or status is None:
+            fix = f"start that server, or point {url} at one that answers (and {model})"
+        else:
+            fix = f"the settings are {url}, {model} and {key}"
+        return f"the LLM endpoint {self.where} failed: {what}; {fix}"
+
+
+#: Each use's own settings section (environment prefix), searched before ``KG_LLM__``.
+_OWN_PREFIXES: dict[str, tuple[str, ...]] = {
+    "extract": ("KG_EXTRACT__",),
+    "answer": ("KG_ANSWER__",),
+    "reports": ("KG_REPORTS__",),
+    "router": ("KG_ROUTER__",),
+    "translate": ("KG_TRANSLATE__", "KG_ANSWER__"),
+    "adjudicate": (),
+}
+
+
+def setting_names(use: str, field: str) -> str:
+    """The variables that set ``field`` for ``use``, the one that wins first:
+    ``KG_ANSWER__BASE_URL or KG_LLM__BASE_URL``."""
+    prefixes = (*_OWN_PREFIXES.get(use, ()), "KG_LLM__")
+    return " or ".join(f"{prefix}{field.upper()}" for prefix in prefixes)
 
 
 def _sections(settings: Settings, use: LLMUse) -> list[BaseModel]:

@@ -97,6 +97,18 @@ def _too_large(exc: BaseException) -> ResponseTooLarge | None:
     return None
 
 
+def _root_reason(exc: BaseException) -> str:
+    """The innermost cause's message: openai says only "Connection error."."""
+    seen = exc
+    for _ in range(8):
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
+        seen = cause
+    text = " ".join(str(seen).split()) or type(seen).__name__
+    return text[:200]
+
+
 def _retry_after(exc: BaseException) -> float | None:
     if isinstance(exc, openai.APIStatusError):
         value = exc.response.headers.get("retry-after")
@@ -108,6 +120,9 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
+    connection = isinstance(exc, openai.APIConnectionError) and not isinstance(
+        exc, openai.APITimeoutError
+    )
     too_large = _too_large(exc)
     if too_large is not None:
         reason = str(too_large)
@@ -118,7 +133,8 @@ def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
     elif isinstance(exc, openai.APIStatusError):
         detail, brief = f"HTTP {exc.status_code}: {exc.message}", f"HTTP {exc.status_code}"
     elif isinstance(exc, openai.APIConnectionError):
-        detail, brief = f"connection error: {exc}", type(exc).__name__
+        reason = _root_reason(exc)  # the local socket's words ("Connection refused"), no data
+        detail, brief = f"connection error: {reason}", f"no connection ({reason})"
     else:
         detail, brief = f"{type(exc).__name__}: {exc}", type(exc).__name__
     transient = isinstance(exc, (openai.APIConnectionError, openai.RateLimitError)) or (
@@ -131,6 +147,7 @@ def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
         status=exc.status_code if isinstance(exc, openai.APIStatusError) else None,
         transient=transient,
         fatal=isinstance(exc, _FATAL),
+        connection=connection,
         retry_after=_retry_after(exc),
         plain=f"{type(exc).__name__}: {exc}",
         **kwargs,

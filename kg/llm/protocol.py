@@ -150,6 +150,7 @@ class LLMEndpointError(LLMCallError):
         transient: bool = False,
         fatal: bool = False,
         retry_after: float | None = None,
+        connection: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(reason, **kwargs)
@@ -159,6 +160,8 @@ class LLMEndpointError(LLMCallError):
         self.transient = transient  # 429, 5xx, timeouts, connection errors: back off and retry
         self.fatal = fatal  # 401/403/404: wrong key, model or URL, every call would fail so
         self.retry_after = retry_after
+        self.connection = connection  # no answer at all: nothing listens there, or unreachable
+        self.timed_out = brief == "timeout"
 
 
 class LLMInvalidOutput(LLMCallError):

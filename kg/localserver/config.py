@@ -42,8 +42,9 @@ def make_home(home: Path, password_file: Path) -> None:
         password_file.chmod(0o600)
 
 
-def write_config(home: Path, server: LocalServerSettings, api: ApiSettings) -> Path:
-    """Write ``<home>/conf/neo4j.conf`` (mode 0600) and return its folder."""
+def write_config(home: Path, server: LocalServerSettings, api: ApiSettings | str) -> Path:
+    """Write ``<home>/conf/neo4j.conf`` (mode 0600) and return its folder; ``api`` is kg's
+    API (its URL, or its settings), where Browser loads kg's style from."""
     conf_dir = home / "conf"
     lines = [
         "# Written by `kg neo4j start`; edit kg settings instead of this file.",

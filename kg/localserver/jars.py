@@ -29,9 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import httpx
 from rich.console import Console
 from rich.errors import LiveError
 from rich.progress import (
@@ -45,6 +44,9 @@ from rich.progress import (
 
 from kg.errors import ServerError
 from kg.paths import server_pom
+
+if TYPE_CHECKING:  # httpx loads when jars are fetched: `kg neo4j status` stays fast
+    import httpx
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 LOCK_NAME = "jars.lock"
@@ -342,6 +344,8 @@ def _client(client: httpx.Client | None) -> Iterator[httpx.Client]:
     if client is not None:
         yield client
         return
+    import httpx
+
     timeout = httpx.Timeout(30.0, connect=10.0)
     with httpx.Client(timeout=timeout, follow_redirects=True) as own:
         yield own
@@ -385,6 +389,8 @@ def _fetch_one(
     advance: Callable[[int], None],
     stop: threading.Event,
 ) -> None:
+    import httpx
+
     url = f"{repository}/{jar.repository_path}"
     final = dest / jar.filename
     part = dest / f"{jar.filename}.part"

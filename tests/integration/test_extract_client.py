@@ -163,7 +163,11 @@ def test_persistent_timeout_fails_the_chunk(llm: ScriptedLLM, mode: str) -> None
     run = _run(_settings(llm, mode, timeout_s=0.1, backoff_attempts=2), [_chunk(TEXT)])
     (outcome,) = run.outcomes
     assert outcome.result is None
-    assert outcome.error == "gave up after 2 attempts: timeout"
+    assert outcome.error == (
+        f"gave up after 2 attempts: the LLM endpoint {llm.base_url} (model scripted-model) failed: "
+        "timeout; it gave no answer within 0.1s (KG_EXTRACT__TIMEOUT_S or KG_LLM__TIMEOUT_S); "
+        "check its load"
+    )
     assert run.usage.failures == 1
     assert run.usage.calls == 2
     assert len(run.failed) == 1
@@ -201,7 +205,10 @@ def test_persistent_server_error_fails_after_backoff(llm: ScriptedLLM, mode: str
     llm.responder = lambda _request: Reply(status=502)
     run = _run(_settings(llm, mode, backoff_attempts=3), [_chunk(TEXT)])
     assert run.outcomes[0].error is not None
-    assert run.outcomes[0].error.startswith("gave up after 3 attempts: HTTP 502")
+    assert run.outcomes[0].error.startswith(
+        f"gave up after 3 attempts: the LLM endpoint {llm.base_url} (model scripted-model) "
+        "failed: HTTP 502"
+    )
     assert llm.calls == 3
 
 
@@ -309,7 +316,9 @@ def test_template_syntax_in_text_is_sent_verbatim(llm: ScriptedLLM) -> None:
 
 def test_bad_key_stops_the_run(llm: ScriptedLLM) -> None:
     llm.responder = lambda _request: Reply(status=401)
-    with pytest.raises(ExtractionError, match=r"HTTP 401.*check base_url, model and api_key"):
+    with pytest.raises(
+        ExtractionError, match=r"HTTP 401.*check the key \(KG_EXTRACT__API_KEY or KG_LLM__API_KEY\)"
+    ):
         _run(_settings(llm), [_chunk(TEXT), _chunk("x", 1)])
 
 

