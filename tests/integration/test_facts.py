@@ -16,6 +16,7 @@ from neo4j import Driver
 from kg.graph.facts import fact_text
 from kg.graph.meta import MODEL_VERSION, read_embedders, read_model, stamp
 from kg.graph.migrate import migrate
+from kg.graph.writer import EntityRow, RelationRow
 from kg.ingest import ingest, make_writer
 from kg.resolve.embed import HashingEmbedder, embedder_identity, make_chunk_embedder
 from kg.settings import Settings
@@ -261,3 +262,30 @@ def test_a_new_chunk_embedder_reembeds_the_facts_too(
         expected = [float(x) for x in other.embed([fact["text"]])[0]]
         assert fact["embedding"] == pytest.approx(expected, abs=1e-6)
         assert fact["embedding"] != pytest.approx(before[key], abs=1e-3)
+
+
+def test_a_relation_whose_key_the_fact_index_cannot_hold_is_written_without_a_fact(
+    clean_graph: Driver, settings: Settings
+) -> None:
+    """A library caller's entity ids may be 1,024 characters (kg's own are 20): a relation key
+    of two such ids, in 4-byte characters, is larger than a range index holds (8,167 bytes;
+    kg/limits.py). The relation is written; its fact is left out; nothing fails."""
+    db = settings.neo4j.database
+    writer = make_writer(settings, clean_graph)
+    a, b = "\U0001d538" * 1024, "\U0001d539" * 1024
+    assert len(f"{a}|DEPENDS_ON|{b}|".encode()) > 8167
+    writer.upsert_entities([EntityRow(a, "Alpha", "Service"), EntityRow(b, "Beta", "Service")])
+    writer.upsert_entities([EntityRow("s", "Short", "Service")])
+    counts = writer.upsert_relations(
+        [RelationRow(a, b, "DEPENDS_ON", chunk_ids=("c1",)),
+         RelationRow("s", a, "DEPENDS_ON", chunk_ids=("c1",))]
+    )  # fmt: skip
+    assert counts.relations_written == 2
+    assert counts.facts_written == 1
+    facts = _facts(clean_graph)
+    assert [f["text"] for f in facts.values()] == ["Short depends on Alpha"]
+    # Writing the same relations again still does not fail on the long key.
+    again = writer.upsert_relations([RelationRow(a, b, "DEPENDS_ON", chunk_ids=("c2",))])
+    assert again.facts_written == 0
+    rels = clean_graph.execute_query(_RELATIONS, database_=db).records
+    assert len(rels) == 2
