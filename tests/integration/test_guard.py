@@ -312,6 +312,8 @@ def test_templates_marked_without_temporals_return_plain_json(
         "mention_page": {},
         "fact_page": {},
         "facts_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
+        "chunks_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
+        "chunks_by_text": {"text": "payment"},
     }
     assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
     for name, params in calls.items():

@@ -48,7 +48,7 @@ from kg.search.retrieval import (
     spellings,
 )
 from kg.search.seeding import fact_seeds, passage_restarts
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, embed
+from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, by_score, embed
 from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
@@ -214,7 +214,7 @@ class GraphSignal:
             if not search.passage_reset:
                 return []
             params = ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset)
-            return (await self._guard.run("chunks_by_vector", params)).rows
+            return by_score((await self._guard.run("chunks_by_vector", params)).rows)
 
         found, nearest = await asyncio.gather(facts(), chunks())
         return found, nearest
