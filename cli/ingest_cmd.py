@@ -150,6 +150,7 @@ def _counts(s: IngestSummary) -> list[tuple[str, object]]:
             "relations created / updated / closed",
             f"{s.relations_created} / {s.relations_updated} / {s.relations_closed}",
         ),
+        ("facts embedded (new)", s.facts_created),
         ("LLM calls (retries) / cache hits", f"{s.llm_calls} ({s.llm_retries}) / {s.cache_hits}"),
         ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
         ("failed chunks", len(s.failures)),

@@ -110,8 +110,9 @@ GENERIC_RELATION_TYPE = "RELATED"
 
 # Types kg itself uses for structure. An extracted predicate with one of these names is kept as
 # a predicate but never stored as that type, so it cannot pose as provenance or structure.
+# ABOUT links a fact node to its subject and object (kg/graph/facts.py).
 STRUCTURAL_TYPES = frozenset(
-    {"MENTIONS", "PART_OF", "NEXT", "IN_COMMUNITY", "PARENT", GENERIC_RELATION_TYPE}
+    {"MENTIONS", "PART_OF", "NEXT", "IN_COMMUNITY", "PARENT", "ABOUT", GENERIC_RELATION_TYPE}
 )
 
 

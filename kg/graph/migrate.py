@@ -31,7 +31,10 @@ Model 4 -> 5:
 1. every Entity-to-Entity relation with a key gets its ``(:Fact)`` node (kg/graph/facts.py): its
    text embedded with the chunk embedder, ``ABOUT`` its subject and object. Subjects are read
    in keyset pages (entity id order), and only relations without a fact yet, so a migration
-   that stops midway resumes where it stood.
+   that stops midway resumes where it stood;
+2. ``Fact`` is now a structural label: entities of a type ``fact`` that model 4 labelled
+   ``:Entity:Fact`` lose that label (and the stamp's list of granted labels loses it), so the
+   fact index and constraint never cover an entity.
 
 On a current graph, ``kg migrate`` re-embeds the chunks (and facts, which share the chunk
 embedder) or entities whose recorded embedder differs from the configured one (the fix
@@ -155,6 +158,14 @@ RETURN a.id AS id,
                 object_id: b.id, object: b.name}) AS relations
 ORDER BY id
 """
+_UNLABEL_FACT_ENTITIES: LiteralString = """
+MATCH (e:Entity:Fact)
+CALL (e) { REMOVE e:Fact } IN TRANSACTIONS OF 10000 ROWS
+"""
+_UNGRANT_FACT_LABEL: LiteralString = """
+MATCH (m:KgMeta {id: 'kg'}) WHERE 'Fact' IN coalesce(m.type_labels, [])
+SET m.type_labels = [label IN m.type_labels WHERE label <> 'Fact']
+"""
 _SET_ENTITY_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
 """
@@ -207,6 +218,9 @@ def migrate(
             driver, database, writer.bounds.max_type_labels
         )
     if found is not None and found < 5:
+        with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+            session.run(_UNLABEL_FACT_ENTITIES).consume()
+        driver.execute_query(_UNGRANT_FACT_LABEL, database_=database)
         report.facts_created = create_facts(driver, database, writer, chunk_embedder)
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}

@@ -23,7 +23,7 @@ from kg.languages import LABELS as LANGUAGE_LABELS
 TYPE_LABEL_RE = re.compile(r"[A-Z][A-Za-z0-9]{1,39}")
 #: Labels kg gives nodes for structure: never a type's.
 RESERVED = frozenset(
-    {"Entity", "Chunk", "Document", "Community", "KgMeta", "Predicate", *LANGUAGE_LABELS}
+    {"Entity", "Chunk", "Document", "Community", "KgMeta", "Predicate", "Fact", *LANGUAGE_LABELS}
 )
 
 _READ: LiteralString = "OPTIONAL MATCH (m:KgMeta {id: 'kg'}) RETURN m.type_labels AS labels"

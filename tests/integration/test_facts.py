@@ -30,7 +30,8 @@ _PAYMENTS = {
         {"subject": "Payments", "predicate": "depends on", "object": "Ledger"},
         {"subject": "Payments", "predicate": "owned by", "object": "Team Core",
          "valid_from": "2020"},
-        {"subject": "Ledger", "predicate": "runs on", "object": "Postgres"},
+        {"subject": "Ledger", "predicate": "runs on", "object": "Postgres",
+         "object_type": "Database"},
     ],
 }  # fmt: skip
 _REORG = {
@@ -40,7 +41,8 @@ _REORG = {
     "triplets": [
         {"subject": "Payments", "predicate": "owned by", "object": "Team Money",
          "valid_from": "2024"},
-        {"subject": "Ledger", "predicate": "runs on", "object": "Postgres"},
+        {"subject": "Ledger", "predicate": "runs on", "object": "Postgres",
+         "object_type": "Database"},
     ],
 }  # fmt: skip
 
@@ -205,10 +207,15 @@ def test_pruned_documents_take_their_facts_with_them(
 
 def _as_model_4(driver: Driver, database: str, keep: int = 0) -> None:
     """What a model 4 kg left: no fact nodes (``keep`` of them survive: a migration that
-    stopped midway), stamped 4."""
+    stopped midway), an entity of type ``fact`` with that type as its label, stamped 4."""
     driver.execute_query(
         "MATCH (f:Fact) WITH f ORDER BY f.id SKIP $keep DETACH DELETE f",
         keep=keep,
+        database_=database,
+    )
+    driver.execute_query(
+        "MATCH (e:Entity {name: 'Postgres'}) SET e:Fact "
+        "WITH e MATCH (m:KgMeta) SET m.type_labels = coalesce(m.type_labels, []) + 'Fact'",
         database_=database,
     )
     stamp(driver, database, 4)
@@ -225,7 +232,7 @@ def test_migrate_4_to_5_makes_the_facts_an_ingest_would_have(
     vectors = {k: f["embedding"] for k, f in _facts(clean_graph).items()}
     assert len(vectors) == 4
     _as_model_4(clean_graph, db, keep)
-    assert len(_facts(clean_graph)) == keep
+    assert len(_facts(clean_graph)) == keep + 1  # the labelled entity, which is no fact
 
     chunk_embedder = make_chunk_embedder(s.chunks)
     report = migrate(clean_graph, db, make_writer(s, clean_graph), chunk_embedder=chunk_embedder)

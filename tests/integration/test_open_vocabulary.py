@@ -68,8 +68,9 @@ def test_thousands_of_predicates_give_a_bounded_number_of_types(
             "CALL db.relationshipTypes() YIELD relationshipType AS t"
         ).records
     }
-    # Structural types + DEPENDS_ON (configured) + RELATED: 300 rare predicates, no new types.
-    assert types <= {"PART_OF", "NEXT", "MENTIONS", "DEPENDS_ON", "RELATED"}
+    # Structural types (ABOUT: facts to their ends) + DEPENDS_ON (configured) + RELATED: 300
+    # rare predicates, no new types.
+    assert types <= {"PART_OF", "NEXT", "MENTIONS", "ABOUT", "DEPENDS_ON", "RELATED"}
     # Every fact keeps its own predicate.
     predicates = clean_graph.execute_query(
         "MATCH (:Entity)-[r]->(:Entity) RETURN count(DISTINCT r.predicate) AS n"

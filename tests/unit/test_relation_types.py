@@ -51,4 +51,5 @@ def test_confusable_letters_fold_into_the_words_script(raw: str, expected: str) 
 
 
 def test_structural_types_are_reserved() -> None:
-    assert {"MENTIONS", "PART_OF", "NEXT", "IN_COMMUNITY", "PARENT", "RELATED"} <= STRUCTURAL_TYPES
+    reserved = {"MENTIONS", "PART_OF", "NEXT", "IN_COMMUNITY", "PARENT", "ABOUT", "RELATED"}
+    assert reserved <= STRUCTURAL_TYPES

@@ -31,5 +31,6 @@ def test_type_label(entity_type: str, label: str | None) -> None:
 
 
 def test_reserved_covers_every_structural_label() -> None:
-    assert {"Entity", "Chunk", "Document", "Community", "KgMeta", "Predicate"} <= RESERVED
+    assert {"Entity", "Chunk", "Document", "Community", "KgMeta", "Predicate", "Fact"} <= RESERVED
+    assert type_label("fact") is None  # an entity of type "fact" must not join the fact index
     assert {"ChunkEn", "ChunkRu"} <= RESERVED
