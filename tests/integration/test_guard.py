@@ -318,7 +318,8 @@ def test_templates_marked_without_temporals_return_plain_json(
     assert {t.name for t in REGISTRY if not t.temporal} == set(calls)
     for name, params in calls.items():
         result = with_service(settings, lambda s, n=name, p=params: s.run_template(n, p))
-        assert result.rows, name
+        # this graph is written without Fact nodes (test_fact_search.py reads real ones)
+        assert result.rows or name in {"fact_page", "facts_by_vector"}, name
         json.dumps(result.rows)  # a neo4j.time value here would raise TypeError
 
 

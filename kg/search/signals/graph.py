@@ -88,6 +88,27 @@ def _mask(size: int, picked: list[int]) -> npt.NDArray[np.bool_]:
     return mask
 
 
+def _subgraph_pagerank(
+    s: npt.NDArray[np.int64],
+    d: npt.NDArray[np.int64],
+    w: npt.NDArray[np.float64],
+    seed_nodes: npt.NDArray[np.int64],
+    seed_mass: npt.NDArray[np.float64],
+    *,
+    damping: float,
+    iterations: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """PageRank over the nodes these edges and seeds touch only, renumbered 0..n: the nodes
+    (their global numbers) and their scores."""
+    keep = (s != d) & (w > 0) & np.isfinite(w)
+    s, d, w = s[keep], d[keep], w[keep]
+    nodes, local = np.unique(np.concatenate([s, d, seed_nodes]), return_inverse=True)
+    ls, ld, lseed = local[: len(s)], local[len(s) : 2 * len(s)], local[2 * len(s) :]
+    restart = np.bincount(lseed, weights=seed_mass, minlength=len(nodes)).astype(np.float64)
+    scores = pagerank(ls, ld, w, restart, damping=damping, iterations=iterations)
+    return nodes.astype(np.int64), scores
+
+
 def _chunk_node(chunk_id: str) -> str:
     return "c:" + chunk_id
 
@@ -244,6 +265,8 @@ class GraphSignal:
             return list(rows)
         return await links(await self._names.for_stamp(now))
 
+    # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
+    # the order docs/search.md gives them, each a call.
     async def _graph(
         self, req: SearchRequest, k: int, link_text: str, question: str
     ) -> tuple[Ranked, list[ChunkHit], bool]:
@@ -316,6 +339,8 @@ class GraphSignal:
         ]
         return ranked, graph_chunks(best, evidence), named
 
+    # Long on purpose: the subgraph's edges (mentions, relations, provenance) and restarts in
+    # one numbering, so PageRank runs on integer arrays.
     def _memory_scores(
         self,
         graph: PassageGraph,
@@ -385,15 +410,11 @@ class GraphSignal:
             [entity(e) for e in seeds] + [chunk(c) for c in restarts], dtype=np.int64
         )
         seed_mass = np.array([*seeds.values(), *restarts.values()], dtype=np.float64)
-        s, d, w = np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
-        keep = (s != d) & (w > 0) & np.isfinite(w)
-        s, d, w = s[keep], d[keep], w[keep]
-        # PageRank over the nodes these edges and seeds touch only, renumbered 0..n.
-        nodes, local = np.unique(np.concatenate([s, d, seed_nodes]), return_inverse=True)
-        ls, ld, lseed = local[: len(s)], local[len(s) : 2 * len(s)], local[2 * len(s) :]
-        restart = np.bincount(lseed, weights=seed_mass, minlength=len(nodes)).astype(np.float64)
-        scores = pagerank(ls, ld, w, restart, damping=search.ppr_damping,
-                          iterations=search.ppr_iterations)  # fmt: skip
+        nodes, scores = _subgraph_pagerank(
+            np.concatenate(src), np.concatenate(dst), np.concatenate(weight),
+            seed_nodes, seed_mass, damping=search.ppr_damping,
+            iterations=search.ppr_iterations,
+        )  # fmt: skip
         chunk_node = (nodes >= n_entities) & (nodes < n_entities + n_chunks)
         outside = {index: key[2:] for key, index in extra.items() if key.startswith("c:")}
         if outside:
