@@ -228,11 +228,10 @@ ENTITY_SEEDS: LiteralString = (
 CHUNKS_BY_VECTOR: LiteralString = (
     "CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $embedding)"
     " YIELD node AS c, score\n"
+    "WITH c, score ORDER BY score DESC LIMIT $k\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-    "RETURN c.id AS id, c.text AS text, c.index AS chunk_index,\n"
-    "       d.id AS document_id, d.path AS document_path, score\n"
-    "ORDER BY score DESC\n"
-    "LIMIT $k"
+    "RETURN collect({id: c.id, text: c.text, chunk_index: c.index,\n"
+    "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
 )
 
 # The graph signal's fact seeds (graph model 5): the relations whose text ("subject predicate
@@ -292,11 +291,10 @@ CHUNKS_BY_TEXT: LiteralString = (
     "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
     "  RETURN c, score\n"
     "}\n"
+    "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-    "RETURN q.language AS language, c.id AS id, c.text AS text, c.index AS chunk_index,\n"
-    "       d.id AS document_id, d.path AS document_path, score\n"
-    "ORDER BY score DESC\n"
-    "LIMIT $limit"
+    "RETURN collect({language: q.language, id: c.id, text: c.text, chunk_index: c.index,\n"
+    "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
 )
 
 # Which languages the chunks are in (kg/languages.py labels): counts from the count store.

@@ -215,6 +215,8 @@ TEMPLATES: tuple[Template, ...] = (
         params=ChunksByVectorParams,
         texts=_one(render.CHUNKS_BY_VECTOR),
         row_cap=1000,
+        packed=True,
+        temporal=False,
     ),
     Template(
         name="facts_by_vector",
@@ -253,6 +255,8 @@ TEMPLATES: tuple[Template, ...] = (
         params=ChunksByTextParams,
         texts=_one(render.CHUNKS_BY_TEXT),
         row_cap=2000,
+        packed=True,
+        temporal=False,
     ),
     Template(
         name="corpus_languages",

@@ -39,8 +39,8 @@ PINNED = {
     ("entity_by_id", "default"): "aa1503287628c1f6",
     ("entity_details", "default"): "ec3321dc65062963",
     ("entity_seeds", "default"): "5ef3c58ac4c690a4",
-    ("chunks_by_vector", "default"): "708c61a2f3991143",
-    ("chunks_by_text", "default"): "e4380234a5497730",
+    ("chunks_by_vector", "default"): "c91e1801791a9869",
+    ("chunks_by_text", "default"): "062682d1b62f7060",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "549e329741caddbe",
     ("mention_page", "default"): "c7de3df4602d9a9b",
@@ -84,11 +84,10 @@ def test_retrieval_templates_verbatim() -> None:
         "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
         "  RETURN c, score\n"
         "}\n"
+        "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
         "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
-        "RETURN q.language AS language, c.id AS id, c.text AS text, c.index AS chunk_index,\n"
-        "       d.id AS document_id, d.path AS document_path, score\n"
-        "ORDER BY score DESC\n"
-        "LIMIT $limit"
+        "RETURN collect({language: q.language, id: c.id, text: c.text, chunk_index: c.index,\n"
+        "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
     )
     assert REGISTRY.get("passage_hop").texts["default"] == (
         "UNWIND $entity_ids AS eid\n"

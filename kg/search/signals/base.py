@@ -79,6 +79,12 @@ class Signal(Retriever[SignalQuery, SignalResult], Protocol):
 SignalFactory = Callable[[SignalContext], Signal]
 
 
+def by_score(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows best score first (stable): a packed template's list keeps the query's order in
+    practice, but Cypher does not promise it after an OPTIONAL MATCH."""
+    return sorted(rows, key=lambda row: -float(row.get("score") or 0.0))
+
+
 def chunk_hits(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
     """Chunk rows in the order the index ranked them, with its scores."""
     return [

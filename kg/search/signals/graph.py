@@ -48,7 +48,7 @@ from kg.search.retrieval import (
     spellings,
 )
 from kg.search.seeding import fact_seeds, passage_restarts
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, embed
+from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, by_score, embed
 from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
@@ -86,6 +86,27 @@ def _mask(size: int, picked: list[int]) -> npt.NDArray[np.bool_]:
     mask = np.zeros(size, dtype=np.bool_)
     mask[picked] = True
     return mask
+
+
+def _subgraph_pagerank(
+    s: npt.NDArray[np.int64],
+    d: npt.NDArray[np.int64],
+    w: npt.NDArray[np.float64],
+    seed_nodes: npt.NDArray[np.int64],
+    seed_mass: npt.NDArray[np.float64],
+    *,
+    damping: float,
+    iterations: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """PageRank over the nodes these edges and seeds touch only, renumbered 0..n: the nodes
+    (their global numbers) and their scores."""
+    keep = (s != d) & (w > 0) & np.isfinite(w)
+    s, d, w = s[keep], d[keep], w[keep]
+    nodes, local = np.unique(np.concatenate([s, d, seed_nodes]), return_inverse=True)
+    ls, ld, lseed = local[: len(s)], local[len(s) : 2 * len(s)], local[2 * len(s) :]
+    restart = np.bincount(lseed, weights=seed_mass, minlength=len(nodes)).astype(np.float64)
+    scores = pagerank(ls, ld, w, restart, damping=damping, iterations=iterations)
+    return nodes.astype(np.int64), scores
 
 
 def _chunk_node(chunk_id: str) -> str:
@@ -214,7 +235,7 @@ class GraphSignal:
             if not search.passage_reset:
                 return []
             params = ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset)
-            return (await self._guard.run("chunks_by_vector", params)).rows
+            return by_score((await self._guard.run("chunks_by_vector", params)).rows)
 
         found, nearest = await asyncio.gather(facts(), chunks())
         return found, nearest
@@ -244,6 +265,8 @@ class GraphSignal:
             return list(rows)
         return await links(await self._names.for_stamp(now))
 
+    # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
+    # the order docs/search.md gives them, each a call.
     async def _graph(
         self, req: SearchRequest, k: int, link_text: str, question: str
     ) -> tuple[Ranked, list[ChunkHit], bool]:
@@ -316,6 +339,8 @@ class GraphSignal:
         ]
         return ranked, graph_chunks(best, evidence), named
 
+    # Long on purpose: the subgraph's edges (mentions, relations, provenance) and restarts in
+    # one numbering, so PageRank runs on integer arrays.
     def _memory_scores(
         self,
         graph: PassageGraph,
@@ -385,15 +410,11 @@ class GraphSignal:
             [entity(e) for e in seeds] + [chunk(c) for c in restarts], dtype=np.int64
         )
         seed_mass = np.array([*seeds.values(), *restarts.values()], dtype=np.float64)
-        s, d, w = np.concatenate(src), np.concatenate(dst), np.concatenate(weight)
-        keep = (s != d) & (w > 0) & np.isfinite(w)
-        s, d, w = s[keep], d[keep], w[keep]
-        # PageRank over the nodes these edges and seeds touch only, renumbered 0..n.
-        nodes, local = np.unique(np.concatenate([s, d, seed_nodes]), return_inverse=True)
-        ls, ld, lseed = local[: len(s)], local[len(s) : 2 * len(s)], local[2 * len(s) :]
-        restart = np.bincount(lseed, weights=seed_mass, minlength=len(nodes)).astype(np.float64)
-        scores = pagerank(ls, ld, w, restart, damping=search.ppr_damping,
-                          iterations=search.ppr_iterations)  # fmt: skip
+        nodes, scores = _subgraph_pagerank(
+            np.concatenate(src), np.concatenate(dst), np.concatenate(weight),
+            seed_nodes, seed_mass, damping=search.ppr_damping,
+            iterations=search.ppr_iterations,
+        )  # fmt: skip
         chunk_node = (nodes >= n_entities) & (nodes < n_entities + n_chunks)
         outside = {index: key[2:] for key, index in extra.items() if key.startswith("c:")}
         if outside:

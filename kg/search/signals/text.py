@@ -11,7 +11,7 @@ from kg.resolve.normalize import transliterate
 from kg.search.fusion import fuse_chunks
 from kg.search.models import ChunkHit
 from kg.search.retrieval import cognate_stems
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, chunk_hits
+from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, by_score, chunk_hits
 
 
 class TextSignal:
@@ -54,7 +54,8 @@ class TextSignal:
             ChunksByTextParams.model_construct(text=query, texts=texts, fuzzy=fuzzy, k=k),
         )
         by_language: dict[str, list[ChunkHit]] = {}
-        for row, hit in zip(result.rows, chunk_hits(result.rows), strict=True):
+        rows = by_score(result.rows)
+        for row, hit in zip(rows, chunk_hits(rows), strict=True):
             by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
             return next(iter(by_language.values()), [])[:k]

@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 
 from kg.cypher.params import ChunksByVectorParams
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, chunk_hits, embed
+from kg.search.signals.base import (
+    SignalContext,
+    SignalQuery,
+    SignalResult,
+    by_score,
+    chunk_hits,
+    embed,
+)
 
 
 class VectorSignal:
@@ -27,4 +34,4 @@ class VectorSignal:
         result = await self._guard.run(
             "chunks_by_vector", ChunksByVectorParams.model_construct(embedding=embedding, k=query.k)
         )
-        return SignalResult(chunks=chunk_hits(result.rows))
+        return SignalResult(chunks=chunk_hits(by_score(result.rows)))
