@@ -18,7 +18,8 @@ _WHY = {
     415: "The body is not `application/json`.",
     422: "Invalid parameters; `errors` names each field and why.",
     429: "This client already runs its share of the query slots; retry after `Retry-After`.",
-    502: "The LLM endpoint failed, or gave no valid answer within the request's budget.",
+    502: "The LLM endpoint failed, or gave no valid answer within the request's budget; the "
+    "detail names the endpoint tried (no secrets) and the settings to change.",
     503: "Neo4j is unavailable, or kg is busy (`Retry-After`).",
     504: "The query ran past its time bound.",
 }

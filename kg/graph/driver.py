@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -65,6 +68,19 @@ def _refused(settings: Neo4jSettings) -> StoreError:
     )
 
 
+@contextlib.contextmanager
+def _driver_quiet() -> Iterator[None]:
+    """The driver logs its own failure ("Unable to retrieve routing information") before it
+    raises; kg reports that failure in one line of its own, so the check runs without it."""
+    logger = logging.getLogger("neo4j")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def verify(driver: Driver, settings: Neo4jSettings, *, local_bolt_port: int | None = None) -> None:
     """Raise a clear kg error when Neo4j does not answer or refuses the credentials.
 
@@ -72,7 +88,8 @@ def verify(driver: Driver, settings: Neo4jSettings, *, local_bolt_port: int | No
     that is not there fails within the connection timeout (at once for a closed port), before
     any managed transaction could retry and warn about it."""
     try:
-        driver.verify_connectivity()
+        with _driver_quiet():
+            driver.verify_connectivity()
     except AuthError as exc:
         raise _refused(settings) from exc
     except (ServiceUnavailable, OSError) as exc:
@@ -84,7 +101,8 @@ async def verify_async(
 ) -> None:
     """:func:`verify` for the async driver (the read path of the CLI and the MCP server)."""
     try:
-        await driver.verify_connectivity()
+        with _driver_quiet():
+            await driver.verify_connectivity()
     except AuthError as exc:
         raise _refused(settings) from exc
     except (ServiceUnavailable, OSError) as exc:

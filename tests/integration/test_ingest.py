@@ -41,7 +41,9 @@ def test_example_ingest_builds_a_resolved_temporal_graph(
     summary = run_example(settings, clean_graph)
     assert summary.documents_new == 14
     assert summary.import_errors == []
-    assert summary.relations_created > 100
+    # 98: a Russian document restating an English fact ("работает в" / "runs on") adds its
+    # evidence to the same relation now (kg/extract/predicates.py SYNONYMS), not a second one
+    assert summary.relations_created > 90
     # Aliases from different documents became one node, with every surface form kept.
     rows = clean_graph.execute_query(
         "MATCH (e:Entity) WHERE e.name IN ['AuthService','auth-svc'] OR 'auth-svc' IN e.aliases "
