@@ -290,7 +290,8 @@ def test_russian_text(llm: ScriptedLLM, mode: str) -> None:
     result = run.outcomes[0].result
     assert result is not None
     assert [e.name for e in result.entities] == ["Сервис платежей", "Реестр операций"]
-    assert result.relations[0].predicate == "ВЫЗЫВАЕТ"
+    # "вызывает" translates CALLS, so the two languages share one predicate (kg.extract.predicates)
+    assert result.relations[0].predicate == "CALLS"
     sent = _messages_text(llm.requests[0])
     assert text in sent
     assert "language" in sent  # the prompt asks to keep names in the source language
