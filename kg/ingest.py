@@ -292,6 +292,8 @@ def ingest(
     with clock.stage("write", 6):
         args = (plan, facts, keys, resolution, chunk_embedder, extra, incomplete, summary)
         _write(writer, *args, method, progress)
+        if triplets is None:
+            _adopt_roots(writer, plan, summary.root)
         if plan.gone:
             # The same path as a changed document's old contents: chunks, the facts only they
             # supported, and entities left with no mention and no fact.
@@ -391,13 +393,20 @@ def _gone(
     prune: bool,
     keep_missing: bool,
 ) -> list[str]:
-    """Documents of this source to remove: their file is absent on disk under the folder.
+    """Documents of this source to remove: loaded from this folder, their file is now absent
+    on disk under it.
 
     Never "not loaded by this run": include/exclude, skipped and unreadable files are still
-    on disk, so other workers' and other filters' documents stay. An import removes only
-    with ``prune``: the source's documents the triplets file no longer lists.
+    on disk, so other workers' and other filters' documents stay, and a document loaded from
+    another folder (a shard in its own folder under the same namespace) is that folder's run
+    to judge. An import removes only with ``prune``: the source's documents the triplets file
+    no longer lists.
     """
     present = {d.id for d in plan.scoped}
+    here = printable_path(str(root))
+    # A document is judged only by the folder it was last loaded from (None: a graph from
+    # before roots were kept): shards in separate folders under one namespace never judge
+    # each other's files.
     candidates = [
         (doc_id, stored)
         for doc_id, stored in plan.stored_docs.items()
@@ -407,8 +416,24 @@ def _gone(
         return sorted(doc_id for doc_id, _ in candidates) if prune else []
     if keep_missing:
         return []
+    candidates = [(i, stored) for i, stored in candidates if stored.root in (None, "", here)]
     base = root if root.is_dir() else root.parent
     return sorted(doc_id for doc_id, stored in candidates if _absent(base, stored))
+
+
+def _adopt_roots(writer: GraphWriter, plan: _Plan, root: str) -> None:
+    """Unchanged documents loaded from another folder than the one recorded (the folder was
+    moved) are this folder's now, so its next run judges whether their files are gone."""
+    todo = {d.id for d in plan.todo}
+    moved = [
+        d.id
+        for d in plan.scoped
+        if (stored := plan.stored_docs.get(d.id)) is not None
+        and d.id not in todo
+        and stored.root != root
+    ]
+    if moved:
+        writer.set_document_roots(moved, root)
 
 
 def _absent(base: Path, stored: StoredDocument) -> bool:

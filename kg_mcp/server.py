@@ -29,7 +29,8 @@ from kg import (
     AnswerRequest,
     AsyncKnowledgeGraph,
     KGError,
-    SearchRequest,
+    Mode,
+    RoutedRequest,
 )
 from kg import AsOf as AsOfType
 from kg.errors import validation_errors
@@ -65,9 +66,13 @@ _MODES = (
     "text: chunks by words (BM25); vector: chunks by meaning; graph: entities linked from the "
     "question, expanded through relations, and their passages; hybrid: the three fused."
 )
-Mode = Annotated[
-    AnswerMode,
-    Field(description=f"auto (default): hybrid, the fused local search; {_MODES}"),
+SearchModeArg = Annotated[
+    Mode,
+    Field(
+        description="auto (default): the router picks text, hybrid, graph or global for the "
+        f"question, as `kg search` and POST /search do; {_MODES}; global: community reports "
+        "(after `kg communities build`)."
+    ),
 ]
 AnswerModeArg = Annotated[
     AnswerMode,
@@ -139,6 +144,10 @@ _RUN_TEMPLATE_OWN = frozenset(
 )
 
 
+class ArgumentError(ToolError):
+    """An argument the tool's own checks refused (past the schema): one plain sentence."""
+
+
 class KgServer(MCPServer[Any]):
     """The SDK's server, answering refused arguments in one plain sentence
     (:mod:`kg_mcp.arguments`) instead of pydantic's report."""
@@ -148,6 +157,8 @@ class KgServer(MCPServer[Any]):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            if isinstance(cause, ArgumentError):  # without the SDK's "Error executing tool"
+                raise ToolError(str(cause)) from cause
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             tool = next((t for t in await self.list_tools() if t.name == name), None)
@@ -164,19 +175,21 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     @server.tool(annotations=_READ_ONLY)
     async def search(
         query: Question,
-        mode: Mode = "auto",
+        mode: SearchModeArg = "auto",
         depth: Depth = 2,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most items per list.")] = 10,
         as_of: AsOf = None,
     ) -> dict[str, Any]:
-        """Search the knowledge graph: ranked entities, relations (with validity dates) and
-        the document chunks that support them. Use it first, to find entity ids and context."""
+        """Search the knowledge graph. The result says which mode ran and why (`mode`,
+        `reason`); a local mode's ranked entities, relations (with validity dates) and
+        supporting document chunks are under `local`, global search's answer under
+        `global_search`: POST /search's body. Use it first, to find entity ids and context."""
         request = _valid(
-            SearchRequest,
-            {"query": query, "mode": "hybrid" if mode == "auto" else mode, "depth": depth,
-             "limit": limit, "as_of": as_of},
-        )  # fmt: skip
-        return _dump(await _call(graph.search_request(request)))
+            "search",
+            RoutedRequest,
+            {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of},
+        )
+        return _dump(await _call(graph.routed_search(request)))
 
     @server.tool(annotations=_READ_ONLY)
     async def answer(
@@ -190,6 +203,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         and relation ids from the returned context). When the context does not answer it,
         `insufficient_context` is true: do not guess beyond it. Costs LLM calls (see usage)."""
         request = _valid(
+            "answer",
             AnswerRequest,
             {"question": question, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of},
         )
@@ -209,7 +223,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """An entity's neighbours and relations within `depth` hops, ranked; with `as_of`,
         only relations valid at that date (e.g. who owned it then)."""
-        when = _as_of(as_of)
+        when = _as_of("neighborhood", as_of)
         return _dump(await _call(graph.neighborhood(entity_id, depth, as_of=when, limit=limit)))
 
     @server.tool(annotations=_READ_ONLY)
@@ -244,23 +258,27 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
     return server
 
 
-def _valid(model: type[M], raw: dict[str, Any]) -> M:
+def _valid(tool: str, model: type[M], raw: dict[str, Any]) -> M:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        errors = "; ".join(f"{e['field']}: {e['reason']}" for e in validation_errors(exc))
-        raise ToolError(f"invalid arguments: {errors}") from exc
+        # pydantic's "Value error, " prefix says nothing to an agent
+        errors = "; ".join(
+            f"{e['field']} {e['reason'].removeprefix('Value error, ')}"
+            for e in validation_errors(exc)
+        )
+        raise ArgumentError(f"invalid arguments for {tool}: {errors}.") from exc
 
 
-def _as_of(value: str | None) -> Any:
+def _as_of(tool: str, value: str | None) -> Any:
     if value is None:
         return None
-    from pydantic import ValidationError
-
     try:
         return TypeAdapter(AsOfType).validate_python(value)
     except ValidationError as exc:
-        raise ToolError(f"as_of: not a date or datetime: {value[:40]!r}") from exc
+        raise ArgumentError(
+            f"invalid arguments for {tool}: as_of is not an ISO 8601 date or date-time."
+        ) from exc
 
 
 def _version() -> str:

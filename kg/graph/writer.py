@@ -46,6 +46,14 @@ SET d.path = row.path, d.title = row.title, d.root = row.root, d.source = row.so
     d.sha256 = null
 """
 
+# An unchanged document loaded from another folder (a moved folder) is that folder's now: the
+# next run judges whether its file is gone there (kg.ingest._gone).
+_SET_DOCUMENT_ROOTS: LiteralString = """
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+SET d.root = $root
+"""
+
 _COMPLETE_DOCUMENTS: LiteralString = """
 UNWIND $rows AS row
 MATCH (d:Document {id: row.id})
@@ -590,6 +598,11 @@ class GraphWriter:
                 counts.entities_deleted += sum(int(r["deleted"]) for r in deleted)
         return counts
 
+    def set_document_roots(self, document_ids: Sequence[str], root: str) -> None:
+        """Record ``root`` as the folder these (unchanged) documents were last loaded from."""
+        for batch in _batches(list(document_ids), self.batch_size):
+            self._write(_SET_DOCUMENT_ROOTS, batch, key="ids", root=root)
+
     def delete_documents(self, document_ids: Sequence[str]) -> WriteCounts:
         counts = self.remove_document_contents(document_ids)
         for batch in _batches(list(document_ids), self.batch_size):
@@ -646,8 +659,10 @@ class GraphWriter:
             returned.extend(records)  # after the commit: a retried transaction adds once
         return counters
 
-    def _write(self, query: LiteralString, rows: list[Any], *, key: str = "rows") -> list[Any]:
-        params = self._parameters(key, rows)
+    def _write(
+        self, query: LiteralString, rows: list[Any], *, key: str = "rows", **extra: Any
+    ) -> list[Any]:
+        params = self._parameters(key, rows) | extra
 
         @unit_of_work(timeout=self.bounds.timeout_s)
         def work(tx: ManagedTransaction) -> list[Any]:

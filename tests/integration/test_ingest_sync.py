@@ -213,6 +213,47 @@ def test_parallel_workers_on_shards_of_one_folder_remove_nothing(
     assert edited == 3
 
 
+def test_shards_in_separate_folders_of_one_namespace_judge_only_their_own_files(
+    cli: Cli, clean_graph: Driver, tmp_path: Path
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for shard, names in ((one, ["auth.md"]), (two, ["quokka.md", "ledger.md"])):
+        shard.mkdir()
+        for name in names:
+            (shard / name).write_text(DOCS[name], encoding="utf-8")
+        cli.ingest(str(shard), "--namespace", "shards", "--graph", "metadata")
+    assert paths(clean_graph) == set(DOCS)
+    # The other shard's files are not under this folder: nothing of theirs is "gone".
+    again = cli.ingest(str(one), "--namespace", "shards", "--graph", "metadata")
+    assert again["documents_pruned"] == 0
+    assert paths(clean_graph) == set(DOCS)
+    # A file deleted from its own folder still goes, on that folder's run only.
+    (two / "ledger.md").unlink()
+    assert (
+        cli.ingest(str(one), "--namespace", "shards", "--graph", "metadata")["documents_pruned"]
+        == 0
+    )
+    gone = cli.ingest(str(two), "--namespace", "shards", "--graph", "metadata")
+    assert gone["documents_pruned"] == 1
+    assert paths(clean_graph) == {"auth.md", "quokka.md"}
+
+
+def test_a_moved_folder_is_judged_where_it_is_now(
+    cli: Cli, clean_graph: Driver, tmp_path: Path
+) -> None:
+    root = folder(tmp_path)
+    cli.ingest(str(root), "--namespace", "moved", "--graph", "metadata")
+    moved = root.rename(tmp_path / "elsewhere")
+    # Unchanged documents, loaded from the new place: they are its documents now.
+    assert cli.ingest(str(moved), "--namespace", "moved", "--graph", "metadata")[
+        "documents_unchanged"
+    ] == len(DOCS)
+    (moved / "ledger.md").unlink()
+    gone = cli.ingest(str(moved), "--namespace", "moved", "--graph", "metadata")
+    assert gone["documents_pruned"] == 1
+    assert paths(clean_graph) == {"auth.md", "quokka.md"}
+
+
 def test_a_second_triplets_file_into_the_namespace_removes_nothing(
     cli: Cli, clean_graph: Driver, tmp_path: Path
 ) -> None:

@@ -98,8 +98,21 @@ async def _exercise(session: ClientSession) -> dict[str, Any]:
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     out: dict[str, Any] = {}
     found = _data(await session.call_tool("search", {"query": "Who owns AuthService?"}))
-    auth = next(e for e in found["entities"] if e["name"] == "AuthService")
+    # POST /search's body for every mode: auto is the router, as in kg search and /answer
+    assert found["requested"] == "auto"
+    assert found["mode"] in {"text", "vector", "graph", "hybrid"}
+    assert found["reason"]
+    auth = next(e for e in found["local"]["entities"] if e["name"] == "AuthService")
     out["search"] = found
+    explicit = _data(await session.call_tool("search", {"query": "AuthService", "mode": "text"}))
+    assert (explicit["requested"], explicit["mode"]) == ("text", "text")
+    assert explicit["local"]["chunks"]
+    bad_date = await session.call_tool("search", {"query": "AuthService", "as_of": "yesterday"})
+    assert bad_date.is_error
+    assert bad_date.content[0].text == (
+        "invalid arguments for search: as_of is not an ISO 8601 date or date-time."
+    )
+    assert "Value error" not in bad_date.content[0].text
     entity = _data(await session.call_tool("get_entity", {"entity_id": auth["id"]}))
     assert entity["name"] == "AuthService"
     hood = _data(

@@ -45,12 +45,23 @@ def _call(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         (
             "search",
             {"query": "x", "mode": "fast"},
-            "invalid arguments for search: mode must be one of auto, text, vector, graph, hybrid.",
+            "invalid arguments for search: mode must be one of text, vector, graph, hybrid, "
+            "global, auto.",
         ),
         (
             "answer",
             {},
             "invalid arguments for answer: question is required (text of 1 to 2000 characters).",
+        ),
+        (
+            "search",
+            {"query": "x", "as_of": "yesterday"},
+            "invalid arguments for search: as_of is not an ISO 8601 date or date-time.",
+        ),
+        (
+            "neighborhood",
+            {"entity_id": "e1", "as_of": "yesterday"},
+            "invalid arguments for neighborhood: as_of is not an ISO 8601 date or date-time.",
         ),
         (
             "get_entity",
