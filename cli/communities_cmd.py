@@ -49,6 +49,8 @@ def build(
         f"{summary.llm_calls} calls, {summary.llm_tokens} tokens; "
         f"{summary.deleted} old communities removed"
     )
+    if summary.report_error:  # failed reports fell back to extractive ones: say why
+        console.print(inert(f"first report failure: {summary.report_error}", "yellow"))
     if summary.stopped_by_budget:
         console.print(inert(f"budget reached: {summary.budget_reason}", "yellow"))
     console.print("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in summary.timings.items()))

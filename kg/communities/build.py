@@ -56,6 +56,11 @@ class CommunityBuildSummary(BaseModel):
     reports_llm: int = 0
     reports_cached: int = 0
     reports_failed: int = 0
+    report_error: str | None = Field(
+        None,
+        description="The first failed report's reason (an endpoint failure names the URL "
+        "tried and the settings to change).",
+    )
     llm_calls: int = 0
     llm_tokens: int = 0
     stopped_by_budget: bool = False
@@ -253,6 +258,7 @@ def _llm_reports(
         if outcome.report is None:
             if outcome.error is not None and not outcome.error.startswith("not run"):
                 summary.reports_failed += 1
+                summary.report_error = summary.report_error or outcome.error
             continue
         reports[outcome.context.community.id] = outcome.report
         summary.reports_llm += 1

@@ -30,7 +30,15 @@ from kg.communities.cluster import member_hash
 from kg.communities.store import ReportContext
 from kg.documents import count_tokens
 from kg.extract.budget import RunBudget, Usage
-from kg.llm import Endpoint, LLMCallError, Reask, StructuredLLM, TokenUsage, llm_client
+from kg.llm import (
+    Endpoint,
+    LLMCallError,
+    LLMEndpointError,
+    Reask,
+    StructuredLLM,
+    TokenUsage,
+    llm_client,
+)
 from kg.settings import CommunitySettings
 from kg.sqlite_cache import SqliteCache
 
@@ -261,6 +269,12 @@ class LLMReporter:
                     "citable": context.citable,
                 },
             )
+        except LLMEndpointError as exc:  # name the endpoint tried and the settings to change
+            usage = _usage(exc.usage, calls[0], failed=True, budget=budget)
+            reason = self.endpoint.failed(
+                exc.brief, status=exc.status, connection=exc.connection, timed_out=exc.timed_out
+            )
+            return ReportOutcome(context, None, False, usage, reason[:600])
         except LLMCallError as exc:
             if exc.retried:
                 usage = _usage(exc.usage, calls[0], failed=True, budget=budget)

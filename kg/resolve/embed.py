@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from kg.errors import ResolutionError
 from kg.llm import EmbeddingsClient, LLMCallError, embeddings_client
+from kg.redact import public_url
 from kg.resolve.abbreviations import load_table
 from kg.resolve.normalize import Normalizer, phonetic
 from kg.resolve.vectors import Embedder, Vectors, normalize_rows
@@ -136,6 +137,7 @@ class OpenAIEmbedder:
     timeout_s: float = 60.0
     usage: EmbeddingUsage = field(default_factory=EmbeddingUsage)
     _client: EmbeddingsClient | None = None
+    settings_prefix: str = "KG_CHUNKS__"  # where the user sets this endpoint (error messages)
 
     @property
     def name(self) -> str:
@@ -144,6 +146,16 @@ class OpenAIEmbedder:
     @property
     def dim(self) -> int:
         return self.dimension
+
+    def _failed(self, what: str) -> str:
+        """One line naming the endpoint tried (no userinfo, no key) and the settings to change."""
+        url = public_url(self.base_url or "https://api.openai.com/v1")
+        prefix = self.settings_prefix
+        return (
+            f"the embeddings endpoint {url} (model {self.model}) failed: {what}; start that "
+            f"server, or point {prefix}EMBED_BASE_URL at one that answers (and "
+            f"{prefix}EMBED_MODEL, {prefix}EMBED_API_KEY)"
+        )
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if self._client is None:
@@ -155,7 +167,7 @@ class OpenAIEmbedder:
             try:
                 reply = self._client.create(self.model, batch, dimensions=dimensions)
             except LLMCallError as exc:
-                raise ResolutionError(f"embeddings endpoint failed: {exc}") from exc
+                raise ResolutionError(self._failed(exc.plain)) from exc
             self.usage.calls += 1
             if reply.tokens is not None:
                 self.usage.tokens += reply.tokens
@@ -198,5 +210,6 @@ def make_embedder(settings: ResolveSettings) -> Embedder:
             api_key=settings.embed_api_key.get_secret_value(),
             model=settings.embed_model,
             dimension=settings.embedding_dim,
+            settings_prefix="KG_RESOLVE__",
         )
     return HashingEmbedder(settings.embedding_dim, settings.abbreviations_file)

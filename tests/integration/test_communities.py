@@ -216,3 +216,18 @@ def test_an_incremental_ingest_leaves_communities_until_the_next_build(
         "RETURN count(e) AS n"
     ).records[0]["n"]
     assert unplaced == 0
+
+
+def test_a_dead_report_endpoint_is_named_with_the_settings_to_change(
+    example: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    with ScriptedLLM(responder=lambda r: Reply(payload={})) as llm:
+        configured = _llm_settings(settings, llm, tmp_path, max_cluster_size=4)
+        dead_url = llm.base_url
+    # the scripted server is closed now: nothing listens on its port
+    summary = build_communities(configured, example)
+    assert summary.reports_failed == summary.communities > 0
+    error = summary.report_error or ""
+    assert f"the LLM endpoint {dead_url}" in error
+    assert "KG_REPORTS__BASE_URL or KG_LLM__BASE_URL" in error
+    assert summary.reports_extractive == summary.communities  # nothing lost: extractive ones
