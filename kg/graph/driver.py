@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,6 +18,10 @@ from kg.redact import public_url
 from kg.settings import Neo4jSettings
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: Seconds a command's start-up check waits for a Bolt server to answer its handshake.
+ANSWER_WITHIN_S = 3.0
+#: Bolt's magic preamble and four version proposals (5.0-5.4, 4.4): any server answers it.
+_HANDSHAKE = bytes.fromhex("6060b01700040405000004040000000000000000")
 
 
 def _options(settings: Neo4jSettings) -> dict[str, Any]:
@@ -81,12 +87,38 @@ def _driver_quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
+def answers(uri: str, timeout_s: float = ANSWER_WITHIN_S) -> bool:
+    """Whether a Bolt server answers the handshake at ``uri`` within ``timeout_s``.
+
+    A port that accepts connections but never speaks Bolt (a hung server, another program)
+    held the driver's own check for its connection timeout, twice over (12 s). Encrypted
+    schemes handshake inside TLS, and an unparsable URI is the driver's to refuse: both count
+    as answering here, and the driver's check decides."""
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname, parts.port or 7687
+    except ValueError:
+        return True
+    if parts.scheme not in ("bolt", "neo4j") or not host:
+        return True
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            sock.sendall(_HANDSHAKE)
+            return len(sock.recv(4)) == 4
+    except OSError:  # refused, unreachable, unresolvable, or silent past the timeout
+        return False
+
+
 def verify(driver: Driver, settings: Neo4jSettings, *, local_bolt_port: int | None = None) -> None:
     """Raise a clear kg error when Neo4j does not answer or refuses the credentials.
 
-    The driver's connectivity check makes one connection and retries nothing, so a Neo4j
-    that is not there fails within the connection timeout (at once for a closed port), before
-    any managed transaction could retry and warn about it."""
+    A Bolt handshake of its own (:func:`answers`) bounds the wait for a server that is not
+    there to :data:`ANSWER_WITHIN_S`; the driver's connectivity check then makes one
+    connection and retries nothing, so nothing is retried or warned about before kg's one
+    line."""
+    if not answers(settings.uri):
+        raise unreachable(settings, local_bolt_port)
     try:
         with _driver_quiet():
             driver.verify_connectivity()
@@ -100,6 +132,8 @@ async def verify_async(
     driver: AsyncDriver, settings: Neo4jSettings, *, local_bolt_port: int | None = None
 ) -> None:
     """:func:`verify` for the async driver (the read path of the CLI and the MCP server)."""
+    if not await asyncio.to_thread(answers, settings.uri):
+        raise unreachable(settings, local_bolt_port)
     try:
         with _driver_quiet():
             await driver.verify_connectivity()

@@ -8,12 +8,16 @@ said to run `kg neo4j start`.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from kg.graph.driver import answers
+from kg.settings import Settings
 from tests.apiserver import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,3 +77,27 @@ def test_another_neo4j_that_does_not_answer_is_not_told_to_start_the_local_one(
     assert "kg neo4j start" not in text
     assert "KG_NEO4J__URI" in text
     assert "retried" not in done.stderr
+
+
+def test_a_port_that_never_speaks_bolt_fails_within_seconds(tmp_path: Path) -> None:
+    """A listener that accepts and stays silent (a hung server, another program) held the
+    driver's check for 12 s; kg's own handshake gives up after 3."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = int(silent.getsockname()[1])
+        started = time.monotonic()
+        done = _run(COMMANDS["search"], f"bolt://127.0.0.1:{port}", port, tmp_path / "neo4j")
+        took = time.monotonic() - started
+    assert done.returncode == 3, done.stderr
+    text = " ".join(done.stderr.split())
+    assert text == (
+        f"error: Neo4j does not answer at bolt://127.0.0.1:{port}: start the local server "
+        "with `kg neo4j start`"
+    )
+    # 3 s of handshake plus the interpreter's start on a loaded machine
+    assert took < 10, took
+
+
+def test_a_real_server_answers_the_handshake(settings: Settings) -> None:
+    assert answers(settings.neo4j.uri)
