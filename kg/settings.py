@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    DotEnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -761,6 +762,17 @@ class _EcosystemNeo4jEnv(PydanticBaseSettingsSource):
         return {"neo4j": found} if found else {}
 
 
+def _dotenv(
+    settings_cls: type[BaseSettings], default: PydanticBaseSettingsSource
+) -> PydanticBaseSettingsSource:
+    """The ``.env`` file of the working directory, or ``KG_ENV_FILE``'s (empty: none; the
+    test suite sets that, so a developer's ``.env`` cannot steer a test)."""
+    chosen = os.environ.get("KG_ENV_FILE")
+    if chosen is None:
+        return default
+    return DotEnvSettingsSource(settings_cls, env_file=chosen or None, env_file_encoding="utf-8")
+
+
 class Settings(BaseSettings):
     """All of kg's configuration."""
 
@@ -852,7 +864,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
-            dotenv_settings,
+            _dotenv(settings_cls, dotenv_settings),
             _EcosystemNeo4jEnv(settings_cls),
             file_secret_settings,
         )

@@ -9,9 +9,17 @@ from pathlib import Path
 from kg.settings import Settings
 
 
+def clean_env() -> dict[str, str]:
+    """This process's environment without any NEO4J_/KG_ variables, and with no ``.env``
+    file read (``KG_ENV_FILE`` empty): a child sees only what its test gives it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
+    env["KG_ENV_FILE"] = ""
+    return env
+
+
 def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     """This process's environment without any NEO4J_/KG_ variables, pointed at ``settings``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
+    env = clean_env()
     env.update(
         KG_NEO4J__URI=settings.neo4j.uri,
         KG_NEO4J__USERNAME=settings.neo4j.username,

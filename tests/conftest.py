@@ -1,6 +1,7 @@
 """Shared fixtures: one real Neo4j per test session (see tests/neo4j_backend.py).
 
-The suite ignores the caller's ``KG_*`` variables: they are removed here, when pytest first
+The suite ignores the caller's ``KG_*`` variables and ``.env`` file: they are removed (and
+``KG_ENV_FILE`` set empty) here, when pytest first
 imports this file and before any test builds settings or starts a child process, so a user's
 ``KG_NEO4J__URI`` or ``KG_SEARCH__DEFAULT_LIMIT`` cannot steer a test (or receive the test
 server's password). The test server is chosen only by ``NEO4J_URI``, ``NEO4J_USERNAME``,
@@ -24,6 +25,7 @@ from tests.neo4j_backend import Neo4jTarget, neo4j_target
 
 for _name in [name for name in os.environ if name.startswith("KG_")]:
     del os.environ[_name]
+os.environ["KG_ENV_FILE"] = ""  # nor a developer's .env file (kg.settings._dotenv)
 
 EMBEDDING_DIM = 256
 

@@ -31,6 +31,7 @@ from kg.localserver import LocalNeo4j, free_port, throwaway_server
 from kg.localserver.config import HOME_DIRS
 from kg.localserver.password import ADMIN_TOOL, LEGACY_PASSWORD
 from kg.settings import Settings
+from tests.clienv import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 HIDDEN = ("java", "mvn")
@@ -175,7 +176,7 @@ def test_the_http_port_grants_no_cross_origin_use(started: Started) -> None:
 
 def test_status_says_which_java_and_where_the_password_is(started: Started) -> None:
     server = started.settings.server
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
+    env = clean_env()
     env.update(
         KG_SERVER__HOME=str(server.home),
         KG_SERVER__BOLT_PORT=str(server.bolt_port),

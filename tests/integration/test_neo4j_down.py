@@ -7,7 +7,6 @@ said to run `kg neo4j start`.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from kg.graph.driver import answers
 from kg.settings import Settings
 from tests.apiserver import free_port
+from tests.clienv import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -33,7 +33,7 @@ COMMANDS = {
 
 
 def _run(args: list[str], uri: str, bolt_port: int, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
+    env = clean_env()
     env.update(
         KG_NEO4J__URI=uri,
         KG_NEO4J__PASSWORD="not-used-0123",

@@ -7,7 +7,6 @@ local server it started, at the address every kg command now connects to.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import socket
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kg.localserver.process import free_port
+from tests.clienv import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def _kg(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def _user_env(tmp_path: Path, **settings: str) -> dict[str, str]:
     """A user's shell: none of the caller's KG_/NEO4J_ variables, a private server home."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
+    env = clean_env()
     env.update(
         KG_SERVER__HOME=str(tmp_path / "home"),
         KG_SERVER__HEAP="512m",

@@ -8,7 +8,6 @@ template under ``search.plan_timeout_s``, not the 5 s query bound (kg/cypher/gua
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ from neo4j import Driver
 from kg.localserver import LocalNeo4j
 from kg.localserver.process import free_port
 from kg.settings import Settings
-from tests.clienv import cli_env
+from tests.clienv import clean_env, cli_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,7 +59,7 @@ def test_the_library_example_prints_the_owner(
 def test_the_library_example_right_after_a_restart(tmp_path: Path) -> None:
     """Reproduces the cold-server timeout: restart Neo4j, run the example at once."""
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
+    env = clean_env()
     env.update(
         KG_SERVER__HOME=str(home),
         KG_SERVER__BOLT_PORT=str(free_port()),

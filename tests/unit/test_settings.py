@@ -56,11 +56,24 @@ def test_kg_prefix_wins_over_ecosystem_names(monkeypatch: pytest.MonkeyPatch) ->
     assert s.neo4j.username == "eco-user"  # sections merge field by field
 
 
-def test_dotenv_file_is_read(tmp_path: Path) -> None:
+def test_dotenv_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KG_ENV_FILE")  # the suite's own setting: read no .env (conftest)
     (tmp_path / ".env").write_text("KG_NEO4J__DATABASE=fromdotenv\nKG_API__PORT=9001\n")
     s = Settings()
     assert s.neo4j.database == "fromdotenv"
     assert s.api.port == 9001
+
+
+def test_kg_env_file_names_another_file_or_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text("KG_NEO4J__DATABASE=fromdotenv\n")
+    other = tmp_path / "prod.env"
+    other.write_text("KG_NEO4J__DATABASE=fromother\n")
+    monkeypatch.setenv("KG_ENV_FILE", "")
+    assert Settings().neo4j.database == "neo4j"  # empty: no file at all
+    monkeypatch.setenv("KG_ENV_FILE", str(other))
+    assert Settings().neo4j.database == "fromother"
 
 
 def test_secrets_never_print(monkeypatch: pytest.MonkeyPatch) -> None:

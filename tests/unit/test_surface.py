@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import subprocess
 import sys
 import typing
@@ -13,6 +12,7 @@ import pytest
 
 import kg
 from kg import AsyncKnowledgeGraph, KnowledgeGraph
+from tests.clienv import clean_env
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("openai", "instructor", "faiss", "wordllama", "litestar", "graspologic_native")
@@ -111,7 +111,7 @@ def _cli_modules(args: list[str], home: Path) -> tuple[set[str], str]:
         "print(' '.join(sys.modules), file=sys.stderr)\n"
         "print(out.getvalue())\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
+    env = clean_env()
     env["KG_SERVER__HOME"] = str(home)
     proc = subprocess.run(
         [sys.executable, "-c", code],
