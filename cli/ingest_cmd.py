@@ -16,7 +16,14 @@ from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
 
 
 def ingest(
-    path: Path,
+    path: Annotated[
+        Path,
+        Parameter(
+            help="The folder to ingest (Markdown, text, reStructuredText, HTML, PDF and source "
+            "files under it), or one file; with --triplets, the folder the import's documents "
+            "belong to."
+        ),
+    ],
     *,
     triplets: Annotated[
         Path | None, Parameter(help="Import triplets (JSONL) instead of calling an LLM.")

@@ -46,6 +46,12 @@ def status() -> int:
 
 @app.command
 def logs(lines: int = 40) -> int:
-    """Print the tail of the server's logs."""
+    """Print the tail of the server's logs.
+
+    Parameters
+    ----------
+    lines
+        How many of the last lines to print.
+    """
     console.print(inert(local_server(Settings()).log_tail(lines), lines=True))
     return 0

@@ -7,10 +7,12 @@ import inspect
 import os
 import subprocess
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cyclopts import App
+from cyclopts import App, Parameter
 
 from cli.main import COMMANDS
 
@@ -71,3 +73,47 @@ def test_kg_help_lists_each_command_with_its_first_line() -> None:
     for name, (_, listed) in COMMANDS.items():
         first = listed.splitlines()[0].replace("`", "")
         assert first in " ".join(rows[name].split()), name
+
+
+def _functions() -> list[tuple[str, Callable[..., object]]]:
+    """Every command's function, sub-commands included, by its command line."""
+    found: list[tuple[str, Callable[..., object]]] = []
+    for name, (path, _) in COMMANDS.items():
+        target = _target(path)
+        if not isinstance(target, App):
+            found.append((name, target))  # type: ignore[arg-type]
+            continue
+        for sub in target:
+            command = target[sub].default_command
+            if not sub.startswith("-") and command is not None:
+                found.append((f"{name} {sub}", command))
+    return found
+
+
+def _documented(function: Callable[..., object]) -> set[str]:
+    """Parameter names the docstring's numpydoc Parameters section describes."""
+    doc = inspect.cleandoc(function.__doc__ or "")
+    section = doc.split("Parameters\n----------", 1)[1] if "Parameters\n----------" in doc else ""
+    return {line.strip() for line in section.splitlines() if line and not line[0].isspace()}
+
+
+def _own_help(annotation: object) -> bool:
+    """A ``Parameter(help=...)`` or ``Parameter(show=False)`` in an Annotated type."""
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, Parameter) and (meta.help or meta.show is False):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(("line", "function"), _functions(), ids=lambda v: str(v))
+def test_every_parameter_has_a_help_text(line: str, function: Callable[..., object]) -> None:
+    hints = typing.get_type_hints(function, include_extras=True)
+    documented = _documented(function)
+    missing = [
+        name
+        for name, p in inspect.signature(function).parameters.items()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and name not in documented
+        and not _own_help(hints.get(name))
+    ]
+    assert missing == [], f"kg {line}: no help text for {missing}"
