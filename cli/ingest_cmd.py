@@ -150,6 +150,12 @@ def summary_table(s: IngestSummary) -> Table:
         table.add_row(labelled(gone, "yellow", path), "")
     if len(s.removed) > MAX_DROPPED_SHOWN:
         table.add_row(labelled(gone, "yellow", "..."), f"{len(s.removed)} in all (see --json)")
+    if s.communities_stale:
+        table.add_row(
+            labelled("communities", "yellow"),
+            "built before this change: global search reads the old reports until "
+            "`kg communities build` runs again",
+        )
     if s.removal_needs_prune:
         table.add_row(
             labelled("confirm", "red"),

@@ -112,6 +112,9 @@ class IngestSummary:
     documents_incomplete: int = 0
     removed: list[str] = field(default_factory=list)  # paths of the documents pruned
     removal_needs_prune: bool = False  # a dry run whose removals need --prune to confirm
+    # Communities were built before this run changed documents: their reports (global search)
+    # still read as before until `kg communities build` runs again.
+    communities_stale: bool = False
     skipped: list[dict[str, str]] = field(default_factory=list)
     import_errors: list[dict[str, Any]] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
@@ -299,6 +302,8 @@ def ingest(
             # supported, and entities left with no mention and no fact.
             pruned: WriteCounts = writer.delete_documents(plan.gone)
             summary.entities_removed += pruned.entities_deleted
+        if plan.todo or plan.gone:
+            summary.communities_stale = writer.has_communities()
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
 

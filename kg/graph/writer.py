@@ -382,6 +382,13 @@ class GraphWriter:
             for r in records
         }
 
+    def has_communities(self) -> bool:
+        """Whether communities were built (their reports summarize what they were built on)."""
+        records, _, _ = self.driver.execute_query(
+            "MATCH (c:Community) RETURN c LIMIT 1", database_=self.database
+        )
+        return bool(records)
+
     def known_entities(self) -> list[KnownEntity]:
         records, _, _ = self.driver.execute_query(_KNOWN_ENTITIES, database_=self.database)
         return [

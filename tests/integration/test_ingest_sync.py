@@ -160,6 +160,31 @@ def test_a_deleted_file_is_gone_from_every_search_mode(
         assert all(e.name != "Quokkaflux" for e in routed.local.entities)
 
 
+def test_global_search_forgets_a_deleted_file_once_communities_are_built_again(
+    cli: Cli, clean_graph: Driver, tmp_path: Path
+) -> None:
+    root = folder(tmp_path)
+    cli.ingest(str(root))
+    built = cli.run("communities", "build")
+    assert built.returncode == 0, built.stderr
+
+    def reports() -> str:
+        with KnowledgeGraph(cli.settings) as graph:
+            found = graph.global_search("Which services are there?", limit=50)
+        return " ".join(f"{r.title} {r.summary}" for r in found.reports)
+
+    assert "Quokkaflux" in reports()
+    (root / "quokka.md").unlink()
+    proc = cli.run("ingest", str(root))
+    assert proc.returncode == 0, proc.stderr
+    # The user is told: the reports still read as before the change.
+    assert "kg communities build" in " ".join(proc.stdout.split())
+    assert cli.ingest(str(root))["communities_stale"] is False  # nothing changed this time
+    rebuilt = cli.run("communities", "build")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "Quokkaflux" not in reports()
+
+
 # -- what must never delete anything -------------------------------------------------------------
 
 
