@@ -499,8 +499,15 @@ class SearchSettings(BaseModel):
     )
     fusion_anchor: str | None = Field(
         "text",
-        description="`hybrid`: the signal whose weight is never scaled by its confidence, so "
-        "its hits always count. `off`: none.",
+        description="`hybrid`: the signal whose weight is scaled by its confidence no lower "
+        "than `fusion_anchor_floor`, so its hits always count. `off`: none.",
+    )
+    fusion_anchor_floor: float = Field(
+        0.75,
+        ge=0,
+        le=1,
+        description="`hybrid`: the least share of its weight the anchor signal keeps when its "
+        "own ranking is flat (1: always its whole weight).",
     )
     candidates: int = Field(
         50, ge=1, le=1000, description="Chunks each signal ranks before fusion and cutting."

@@ -8,8 +8,9 @@ In hybrid mode each signal's weight is scaled, per question, by its confidence
 ranking (:func:`lead`). A signal whose scores are flat (a dense signal that cannot read the
 question's language, a graph seeded by lookalikes) then hardly moves the fused order, a peaked
 one counts fully, and a signal that found nothing is left out. The anchor signal (``text``)
-always counts fully, so its hits are kept when the others are noise. Measured on the four dev
-sets in docs/search.md, "Hybrid".
+keeps at least ``fusion_anchor_floor`` (3/4) of its weight, so its hits are kept when the
+others are noise, while a flat text ranking gives way a little to a peaked graph. Measured on
+the four dev sets in docs/search.md, "Hybrid".
 """
 
 from __future__ import annotations
@@ -72,17 +73,20 @@ def confidence_weights(
     *,
     lead_rank: int | None,
     anchor: str | None,
+    anchor_floor: float = 1.0,
 ) -> dict[str, float]:
     """Each signal's fusion weight for one question: its set weight times its :func:`lead` at
-    ``lead_rank`` (None: the set weight), the ``anchor`` signal's set weight as is. A signal
-    that found nothing, or weighs 0, is left out."""
+    ``lead_rank`` (None: the set weight); the ``anchor`` signal's lead counts no lower than
+    ``anchor_floor`` (1: its set weight as is). A signal that found nothing, or weighs 0, is
+    left out."""
     out: dict[str, float] = {}
     for name, hits in rankings.items():
         weight = weights.get(name, 0.0)
         if not hits or weight <= 0:
             continue
-        if lead_rank is not None and name != anchor:
-            weight *= lead([hit.score for hit in hits], lead_rank)
+        if lead_rank is not None:
+            confidence = lead([hit.score for hit in hits], lead_rank)
+            weight *= max(anchor_floor, confidence) if name == anchor else confidence
         if weight > 0:
             out[name] = weight
     return out

@@ -220,6 +220,7 @@ class SearchService:
                 weights,
                 lead_rank=self._search.fusion_lead_rank,
                 anchor=self._search.fusion_anchor,
+                anchor_floor=self._search.fusion_anchor_floor,
             )
             chunks = fuse_chunks(rankings, weights, self._search.fusion_k)
         else:

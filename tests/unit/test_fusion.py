@@ -81,3 +81,15 @@ def test_agreement_raises_a_chunk_that_several_signals_find() -> None:
     fused = [c.id for c in fuse_chunks(rankings, weights, 5)]
     assert fused[0] == "b"  # second for text, first for a confident graph
     assert fused.index("x") < fused.index("c")
+
+
+def test_the_anchor_keeps_at_least_its_floor() -> None:
+    flat_text = {"text": ranking("t", FLAT), "graph": ranking("g", PEAKED)}
+    floored = confidence_weights(flat_text, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=0.75)
+    assert floored["text"] == pytest.approx(0.75)  # a flat text ranking gives way a little...
+    whole = confidence_weights(flat_text, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=1.0)
+    assert whole["text"] == 1.0  # ...or not at all (the round-3 rule)
+    peaked = {"text": ranking("t", PEAKED), "graph": ranking("g", FLAT)}
+    kept = confidence_weights(peaked, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=0.75)
+    assert kept["text"] == pytest.approx(lead(PEAKED, 3))  # above the floor: its own lead
+    assert kept["graph"] < 0.2  # a non-anchor never gets a floor

@@ -1,0 +1,178 @@
+"""Hybrid's fusion rules compared offline on the four dev sets, over the same signal rankings.
+
+    .venv/bin/python bench/fusion_offline.py --collect rankings.pkl   # ~10 min: four ingests
+    .venv/bin/python bench/fusion_offline.py --rankings rankings.pkl  # the table, seconds
+
+``--collect`` ingests each dev set of bench/retrieval_quality.py into a throwaway local Neo4j
+(or ``--uri``, whose database is wiped), asks each local signal (text, vector, graph) for its
+top 50 chunks per question, exactly as ``hybrid`` asks them (depth 2, no translation), and
+keeps the rankings with their scores and the graph's fusion scale. The second form fuses
+them with each rule below as kg.search.fusion does and scores the top 20 as
+retrieval_quality.py does: R@2 / R@5 (docs: sec@3 / R@5 of the file), and the mean over the
+sets with XQuAD's two scenarios counted once. Every rule sees the same rankings, so a
+difference is the rule's alone. docs/search.md ("Hybrid") gives the figures behind the
+defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import pickle
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench.retrieval_quality as rq
+from kg.search.fusion import fuse, lead
+from kg.settings import Settings
+
+# per set, per question: signal -> ([(chunk id, score, document path, text)], fusion scale)
+Rankings = dict[str, list[dict[str, tuple[list[tuple[str, float, str, str]], float | None]]]]
+Rule = Callable[[Mapping[str, list[tuple[str, float, str, str]]], Mapping[str, float | None]],
+                list[str]]  # fmt: skip
+
+
+def dev_sets() -> list[rq.DevSet]:
+    return [rq.hotpotqa(None), *rq.xquad(None), rq.docs(None), rq.musique(rq.MUSIQUE, None)]
+
+
+async def _signals(settings: Settings, dev: rq.DevSet) -> list[dict[str, Any]]:
+    from kg.client import search_service
+    from kg.graph.driver import open_async_driver
+    from kg.search.models import SearchRequest
+    from kg.search.signals.base import SignalQuery
+
+    driver = open_async_driver(settings.neo4j)
+    try:
+        service = search_service(driver, settings)
+        await service.startup()
+        rows = []
+        for q in dev.questions:
+            req = SearchRequest(query=q.text, mode="hybrid", depth=2, limit=rq.LIMIT)
+            query = SignalQuery(request=req, k=settings.search.candidates, translations={})
+            per = {}
+            for name, signal in service._signals.items():
+                found = await signal.search(query)
+                per[name] = ([(c.id, c.score, c.document_path, c.text) for c in found.chunks],
+                             found.fusion_scale)  # fmt: skip
+            rows.append(per)
+        return rows
+    finally:
+        await driver.close()
+
+
+def collect(path: Path, uri: str | None, password: str | None) -> None:
+    from kg.localserver import throwaway_server
+
+    out: Rankings = {}
+    with contextlib.ExitStack() as stack:
+        if uri:
+            settings = Settings(neo4j={"uri": uri, "password": password})
+        else:
+            settings = stack.enter_context(
+                throwaway_server(password="kg-bench-password", heap="1g", pagecache="512m")
+            )
+        for dev in dev_sets():
+            rq.wipe(settings)
+            started = time.perf_counter()
+            print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
+            out[dev.name] = asyncio.run(_signals(settings, dev))
+            print(f"[{dev.name}] ranked in {time.perf_counter() - started:.0f} s", flush=True)
+    path.write_bytes(pickle.dumps(out))
+
+
+def single(name: str) -> Rule:
+    return lambda rankings, _scales: [c[0] for c in rankings[name]]
+
+
+def hybrid(*, k: int = 5, lead_rank: int = 3, floor: float = 0.75) -> Rule:
+    """kg's rule (kg.search.fusion.confidence_weights, then fuse) with these settings."""
+    base = Settings().search.fusion_weights
+
+    def rule(
+        rankings: Mapping[str, list[tuple[str, float, str, str]]],
+        scales: Mapping[str, float | None],
+    ) -> list[str]:
+        weights: dict[str, float] = {}
+        for name, ranked in rankings.items():
+            weight = base.get(name, 0.0) * (scales.get(name) if scales.get(name) is not None
+                                            else 1.0)  # type: ignore[operator]  # fmt: skip
+            if not ranked or weight <= 0:
+                continue
+            confidence = lead([c[1] for c in ranked], lead_rank)
+            weight *= max(floor, confidence) if name == "text" else confidence
+            if weight > 0:
+                weights[name] = weight
+        fused = fuse({n: [c[0] for c in r] for n, r in rankings.items()}, weights, k)
+        return sorted(fused, key=lambda cid: (-fused[cid], cid))
+
+    return rule
+
+
+def evaluate(data: Rankings, rule: Rule) -> dict[str, tuple[float, float]]:
+    devs = {d.name: d for d in dev_sets()}
+    out = {}
+    for name, rows in data.items():
+        hits = []
+        for per in rows:
+            rankings = {n: r[0] for n, r in per.items()}
+            info = {c[0]: c for ranked in rankings.values() for c in ranked}
+            order = rule(rankings, {n: r[1] for n, r in per.items()})
+            hits.append([rq.Hit(info[cid][2], info[cid][3]) for cid in order[: rq.LIMIT]])
+        with contextlib.redirect_stdout(io.StringIO()):
+            result = rq.score(devs[name], "x", hits, [0.0] * len(hits))
+        out[name] = (result.r2, result.r5)
+    return out
+
+
+def mean(figures: dict[str, tuple[float, float]], at: int) -> float:
+    xquad = [v[at] for n, v in figures.items() if n.startswith("xquad")]
+    rest = [v[at] for n, v in figures.items() if not n.startswith("xquad")]
+    return statistics.fmean(rest + ([statistics.fmean(xquad)] if xquad else []))
+
+
+RULES: Sequence[tuple[str, Rule]] = (
+    ("`text` alone", single("text")),
+    ("`vector` alone", single("vector")),
+    ("`graph` alone", single("graph")),
+    ("round 3: anchor floor 1 (always whole), k 5", hybrid(floor=1.0)),
+    *((f"anchor floor {f}, k 5", hybrid(floor=f)) for f in (0.25, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)),
+    ("**chosen: anchor floor 0.75, k 5, lead rank 3**", hybrid()),
+    *((f"anchor floor 0.75, k {k}", hybrid(k=k)) for k in (3, 4, 6, 8, 10)),
+    *((f"anchor floor 0.75, lead rank {r}", hybrid(lead_rank=r)) for r in (2, 4)),
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--collect", type=Path, help="ingest the sets and write the rankings")
+    parser.add_argument("--rankings", type=Path, help="fuse these rankings with each rule")
+    parser.add_argument("--uri", help="an existing Neo4j for --collect (its database is wiped)")
+    parser.add_argument("--password")
+    args = parser.parse_args()
+    if args.collect:
+        collect(args.collect, args.uri, args.password)
+    source = args.rankings or args.collect
+    if source is None:
+        parser.error("give --collect FILE, --rankings FILE, or both")
+    data: Rankings = pickle.loads(source.read_bytes())
+    names = list(data)
+    print("| rule | " + " | ".join(names) + " | mean R@2 | mean R@5 |")
+    print("|---" * (len(names) + 3) + "|")
+    for label, rule in RULES:
+        figures = evaluate(data, rule)
+        cells = " | ".join(f"{figures[n][0]:.1f} / {figures[n][1]:.1f}" for n in names)
+        print(f"| {label} | {cells} | {mean(figures, 0):.1f} | {mean(figures, 1):.1f} |",
+              flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
