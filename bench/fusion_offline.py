@@ -2,6 +2,11 @@
 
     .venv/bin/python bench/fusion_offline.py --collect rankings.pkl   # ~10 min: four ingests
     .venv/bin/python bench/fusion_offline.py --rankings rankings.pkl  # the table, seconds
+    .venv/bin/python bench/fusion_offline.py --collect r.pkl --variant w1:fact_weight=1.0
+
+``--variant NAME:KEY=JSON,...`` ranks with the graph signal again under other search settings
+on the same ingest (``graph@NAME``), alone and fused in the chosen hybrid: a graph setting's
+values compared on all four sets at the cost of one ingest each.
 
 ``--collect`` ingests each dev set of bench/retrieval_quality.py into a throwaway local Neo4j
 (or ``--uri``, whose database is wiped), asks each local signal (text, vector, graph) for its
@@ -44,7 +49,11 @@ def dev_sets() -> list[rq.DevSet]:
     return [rq.hotpotqa(None), *rq.xquad(None), rq.docs(None), rq.musique(rq.MUSIQUE, None)]
 
 
-async def _signals(settings: Settings, dev: rq.DevSet) -> list[dict[str, Any]]:
+async def _signals(
+    settings: Settings, dev: rq.DevSet, variants: Mapping[str, list[str]]
+) -> list[dict[str, Any]]:
+    """Each signal's ranking per question; for each variant (search settings overridden), the
+    graph signal's ranking again, as ``graph@NAME``."""
     from kg.client import search_service
     from kg.graph.driver import open_async_driver
     from kg.search.models import SearchRequest
@@ -54,12 +63,16 @@ async def _signals(settings: Settings, dev: rq.DevSet) -> list[dict[str, Any]]:
     try:
         service = search_service(driver, settings)
         await service.startup()
+        signals = dict(service._signals)  # a benchmark's look
+        for name, pairs in variants.items():
+            other = search_service(driver, rq.with_overrides(settings, pairs))
+            signals[f"graph@{name}"] = other._signals["graph"]
         rows = []
         for q in dev.questions:
             req = SearchRequest(query=q.text, mode="hybrid", depth=2, limit=rq.LIMIT)
             query = SignalQuery(request=req, k=settings.search.candidates, translations={})
             per = {}
-            for name, signal in service._signals.items():
+            for name, signal in signals.items():
                 found = await signal.search(query)
                 per[name] = ([(c.id, c.score, c.document_path, c.text) for c in found.chunks],
                              found.fusion_scale)  # fmt: skip
@@ -69,7 +82,9 @@ async def _signals(settings: Settings, dev: rq.DevSet) -> list[dict[str, Any]]:
         await driver.close()
 
 
-def collect(path: Path, uri: str | None, password: str | None) -> None:
+def collect(
+    path: Path, uri: str | None, password: str | None, variants: Mapping[str, list[str]]
+) -> None:
     from kg.localserver import throwaway_server
 
     out: Rankings = {}
@@ -84,7 +99,7 @@ def collect(path: Path, uri: str | None, password: str | None) -> None:
             rq.wipe(settings)
             started = time.perf_counter()
             print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
-            out[dev.name] = asyncio.run(_signals(settings, dev))
+            out[dev.name] = asyncio.run(_signals(settings, dev, variants))
             print(f"[{dev.name}] ranked in {time.perf_counter() - started:.0f} s", flush=True)
     path.write_bytes(pickle.dumps(out))
 
@@ -93,18 +108,25 @@ def single(name: str) -> Rule:
     return lambda rankings, _scales: [c[0] for c in rankings[name]]
 
 
-def hybrid(*, k: int = 5, lead_rank: int = 3, floor: float = 0.75) -> Rule:
-    """kg's rule (kg.search.fusion.confidence_weights, then fuse) with these settings."""
+def hybrid(*, k: int = 5, lead_rank: int = 3, floor: float = 0.75, graph: str = "graph") -> Rule:
+    """kg's rule (kg.search.fusion.confidence_weights, then fuse) with these settings; ``graph``
+    names the graph ranking to fuse (``graph@NAME``: a collected variant's)."""
     base = Settings().search.fusion_weights
 
     def rule(
         rankings: Mapping[str, list[tuple[str, float, str, str]]],
         scales: Mapping[str, float | None],
     ) -> list[str]:
+        rankings = {
+            ("graph" if n == graph else n): r
+            for n, r in rankings.items()
+            if n in ("text", "vector", graph)
+        }
+        scales = {("graph" if n == graph else n): v for n, v in scales.items()}
         weights: dict[str, float] = {}
         for name, ranked in rankings.items():
-            weight = base.get(name, 0.0) * (scales.get(name) if scales.get(name) is not None
-                                            else 1.0)  # type: ignore[operator]  # fmt: skip
+            scale = scales.get(name)
+            weight = base.get(name, 0.0) * (1.0 if scale is None else scale)
             if not ranked or weight <= 0:
                 continue
             confidence = lead([c[1] for c in ranked], lead_rank)
@@ -151,15 +173,33 @@ RULES: Sequence[tuple[str, Rule]] = (
 )
 
 
+def variant_rules(data: Rankings) -> list[tuple[str, Rule]]:
+    """``graph@NAME`` alone and in the chosen hybrid, for each collected variant."""
+    first = next(iter(data.values()))[0]
+    names = [n for n in first if n.startswith("graph@")]
+    return [
+        rule
+        for n in names
+        for rule in ((f"`{n}` alone", single(n)), (f"hybrid with `{n}`", hybrid(graph=n)))
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collect", type=Path, help="ingest the sets and write the rankings")
     parser.add_argument("--rankings", type=Path, help="fuse these rankings with each rule")
     parser.add_argument("--uri", help="an existing Neo4j for --collect (its database is wiped)")
     parser.add_argument("--password")
+    parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME:KEY=JSON[,KEY=JSON]",
+        help="with --collect: rank with the graph signal again under these search settings",
+    )  # fmt: skip
     args = parser.parse_args()
+    variants = {
+        name: pairs.split(",") for name, _, pairs in (v.partition(":") for v in args.variant)
+    }
     if args.collect:
-        collect(args.collect, args.uri, args.password)
+        collect(args.collect, args.uri, args.password, variants)
     source = args.rankings or args.collect
     if source is None:
         parser.error("give --collect FILE, --rankings FILE, or both")
@@ -167,7 +207,7 @@ def main() -> None:
     names = list(data)
     print("| rule | " + " | ".join(names) + " | mean R@2 | mean R@5 |")
     print("|---" * (len(names) + 3) + "|")
-    for label, rule in RULES:
+    for label, rule in [*RULES, *variant_rules(data)]:
         figures = evaluate(data, rule)
         cells = " | ".join(f"{figures[n][0]:.1f} / {figures[n][1]:.1f}" for n in names)
         print(f"| {label} | {cells} | {mean(figures, 0):.1f} | {mean(figures, 1):.1f} |",
