@@ -17,6 +17,12 @@ warm-up run there, under ``search.first_query_timeout_s``. Right after a restart
 cold server (JVM, page cache) ran a first search's templates past ``query_timeout_s``
 (bench/restart_first_query.py); every later search keeps the strict bound.
 
+Every session asks for READ access, which is READ routing on a ``neo4j://`` URI: on a cluster the
+read lands on a secondary or a follower, never on the writer it does not need. Sessions take the
+graph's bookmark manager (``bookmarks``, the write driver's: kg/client.py), so a read waits until
+the server it lands on has applied every write this graph made (read-your-writes); a guard
+without one reads whatever its server has (docs/scaling.md, "Consistency").
+
 Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
 surface at once, and an unreachable server must not cost the retry budget. Not an explicit
 transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
@@ -31,7 +37,7 @@ from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, LiteralString, TypeVar
+from typing import Any, LiteralString, TypeAlias, TypeVar
 
 from neo4j import (
     READ_ACCESS,
@@ -40,6 +46,7 @@ from neo4j import (
     NotificationMinimumSeverity,
     Query,
 )
+from neo4j.api import AsyncBookmarkManager, BookmarkManager
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -59,6 +66,9 @@ from kg.errors import (
 )
 from kg.search.models import TemplateResult
 from kg.settings import Settings
+
+#: A bookmark manager: the sync driver's (kg/client.py shares the write driver's) or an async one.
+Bookmarks: TypeAlias = BookmarkManager | AsyncBookmarkManager
 
 #: The parameter a packed template's text reads: how many rows to pack (the cap + 1).
 READ_ROWS = "read_rows"
@@ -151,9 +161,15 @@ class Guard:
     """The gate between callers and Neo4j. The constructor does no I/O."""
 
     def __init__(
-        self, driver: AsyncDriver, settings: Settings, registry: Registry = REGISTRY
+        self,
+        driver: AsyncDriver,
+        settings: Settings,
+        registry: Registry = REGISTRY,
+        *,
+        bookmarks: Bookmarks | None = None,
     ) -> None:
         self._driver = driver
+        self.bookmarks = bookmarks
         self._database = settings.neo4j.database
         self._search = settings.search
         self.registry = registry
@@ -205,6 +221,18 @@ class Guard:
             text=template.text_for(model),
             row_cap=min(template.row_cap, self._search.row_cap),
         )
+
+    def session_config(self) -> dict[str, Any]:
+        """Every guarded session's configuration: READ access (READ routing on ``neo4j://``),
+        this guard's database, and the graph's bookmark manager when it has one."""
+        config: dict[str, Any] = {
+            "database": self._database,
+            "default_access_mode": READ_ACCESS,
+            "notifications_min_severity": NotificationMinimumSeverity.OFF,
+        }
+        if self.bookmarks is not None:
+            config["bookmark_manager"] = self.bookmarks
+        return config
 
     # -- running ------------------------------------------------------------------------------
 
@@ -267,11 +295,7 @@ class Guard:
         temporal: bool = True,
     ) -> tuple[list[dict[str, Any]], bool]:
         convert = plain if temporal else _same
-        async with self._driver.session(
-            database=self._database,
-            default_access_mode=READ_ACCESS,
-            notifications_min_severity=NotificationMinimumSeverity.OFF,
-        ) as session:
+        async with self._driver.session(**self.session_config()) as session:
             query = Query(text, metadata={"app": "kg", "template": name}, timeout=budget_s)
             result = await session.run(query, params)
             keys = result.keys()
@@ -388,11 +412,7 @@ class Guard:
             summary = await result.consume()
             return str(summary.query_type)
 
-        async with self._driver.session(
-            database=self._database,
-            default_access_mode=READ_ACCESS,
-            notifications_min_severity=NotificationMinimumSeverity.OFF,
-        ) as session:
+        async with self._driver.session(**self.session_config()) as session:
             return await session.execute_read(work)
 
     async def health(self) -> bool:

@@ -38,7 +38,7 @@ from typing import Any
 from neo4j import AsyncDriver
 from pydantic import ValidationError
 
-from kg.cypher.guard import Guard
+from kg.cypher.guard import Bookmarks, Guard
 from kg.cypher.params import MAX_TEXT_CHARS, NoParams
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, only_sent
@@ -93,11 +93,12 @@ class SearchService:
         *,
         registry: Registry = REGISTRY,
         chunk_embedder: Embedder | None = None,
+        bookmarks: Bookmarks | None = None,
     ) -> None:
         self.settings = settings
         self._search = settings.search
         self._driver = driver
-        self.guard = Guard(driver, settings, registry)
+        self.guard = Guard(driver, settings, registry, bookmarks=bookmarks)
         self.started = False  # set by a successful startup(): the server was warmed
         weights = Weights.from_settings(settings.search)
         self.context = SignalContext(
@@ -140,6 +141,7 @@ class SearchService:
             self.settings.neo4j.database,
             self.context.embedder,
             self.context.chunk_embedder,
+            bookmarks=self.guard.bookmarks,
         )
 
     # -- reads by name or id ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from neo4j import AsyncDriver
 
-from kg.cypher.guard import first_query_grace
+from kg.cypher.guard import Bookmarks, first_query_grace
 from kg.cypher.params import ChunksByVectorParams, EntitySeedsParams
 from kg.errors import ConfigError, KGError
 from kg.graph.meta import check_current_async
@@ -112,13 +112,19 @@ async def warm_searches(service: SearchService) -> int:
 
 
 async def check_model(
-    driver: AsyncDriver, database: str, embedder: Embedder, chunk_embedder: Embedder
+    driver: AsyncDriver,
+    database: str,
+    embedder: Embedder,
+    chunk_embedder: Embedder,
+    *,
+    bookmarks: Bookmarks | None = None,
 ) -> None:
     """GraphModelError when another graph model or other embedders wrote the graph."""
     await check_current_async(
         driver,
         database,
         {"entity": embedder_identity(embedder), "chunk": embedder_identity(chunk_embedder)},
+        bookmarks=bookmarks,
     )
 
 
