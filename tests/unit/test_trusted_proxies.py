@@ -4,11 +4,17 @@ is not itself a trusted proxy. Over real HTTP: tests/integration/test_trusted_pr
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from pydantic import SecretStr, ValidationError
 
 from api.auth import Access, AccessPolicy
+from api.middleware import EdgeMiddleware
+from kg import current_client
 from kg.settings import ApiSettings, Settings
+from kg_mcp.serve import HttpGuard
 
 OPEN = Access(key_required=False, local=True)
 
@@ -72,3 +78,47 @@ def test_the_setting_reads_a_comma_list_or_json(monkeypatch: pytest.MonkeyPatch)
 def test_a_bad_entry_is_refused_naming_it() -> None:
     with pytest.raises(ValidationError, match=r"proxy\.example"):
         ApiSettings(trusted_proxies=["proxy.example"])
+
+
+def _identity_seen(surface: str, policy: AccessPolicy, forwarded: list[str]) -> str | None:
+    """The client identity admission control sees for one request through a surface's edge."""
+    seen: list[str | None] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(current_client.get())
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def send(message: Any) -> None:
+        return None
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    headers = [(b"host", b"127.0.0.1:8000")] + [
+        (b"x-forwarded-for", value.encode()) for value in forwarded
+    ]
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "headers": headers,
+    }
+    edge: Any = (
+        HttpGuard(app, policy)
+        if surface == "mcp"
+        else EdgeMiddleware(app, policy, body_timeout_s=5.0)
+    )
+    asyncio.run(edge(scope, receive, send))
+    return seen[0]
+
+
+@pytest.mark.parametrize("surface", ["api", "mcp"])
+def test_both_surfaces_count_the_forwarded_client_only_from_a_trusted_proxy(
+    surface: str,
+) -> None:
+    forwarded = ["127.0.0.66", "127.0.0.5"]  # repeated headers: the last hop is the client
+    assert _identity_seen(surface, _policy("127.0.0.1"), forwarded) == "addr:127.0.0.5"
+    assert _identity_seen(surface, _policy(), forwarded) == "addr:127.0.0.1"
