@@ -420,7 +420,8 @@ class SearchSettings(BaseModel):
         8,
         ge=1,
         le=256,
-        description="Guarded reads running at once per process; the rest wait in line.",
+        description="Guarded reads running at once per process (per API replica: N replicas "
+        "send Neo4j up to N times this); the rest wait in line.",
     )
     queue_timeout_s: float = Field(
         10.0,
