@@ -23,8 +23,8 @@ background thread, so it works inside a running event loop too (a notebook).
 
 Read-your-writes: the write driver's ``execute_query_bookmark_manager`` is the graph's one
 causal chain. Every write records its bookmark there (``execute_query`` by default, the
-writer's sessions by passing it) and every guarded read passes it, so on a cluster a search
-after an ingest waits until the server it reads from has applied the ingest.
+writer's sessions by passing it) and every guarded read starts from its bookmarks, so on a
+cluster a search after an ingest waits until the server it reads from has applied the ingest.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from neo4j import AsyncDriver, Driver
-from neo4j.api import AsyncBookmarkManager, BookmarkManager
+from neo4j.api import BookmarkManager
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
@@ -756,7 +756,7 @@ def search_service(
     embedder: Embedder | None = None,
     chunk_embedder: Embedder | None = None,
     *,
-    bookmarks: BookmarkManager | AsyncBookmarkManager | None = None,
+    bookmarks: BookmarkManager | None = None,
 ) -> SearchService:
     """The search use case on a caller's driver (the API builds its own per app); its reads
     wait for ``bookmarks`` (a write driver's ``execute_query_bookmark_manager``) when given."""

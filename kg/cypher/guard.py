@@ -18,10 +18,12 @@ cold server (JVM, page cache) ran a first search's templates past ``query_timeou
 (bench/restart_first_query.py); every later search keeps the strict bound.
 
 Every session asks for READ access, which is READ routing on a ``neo4j://`` URI: on a cluster the
-read lands on a secondary or a follower, never on the writer it does not need. Sessions take the
-graph's bookmark manager (``bookmarks``, the write driver's: kg/client.py), so a read waits until
-the server it lands on has applied every write this graph made (read-your-writes); a guard
-without one reads whatever its server has (docs/scaling.md, "Consistency").
+read lands on a secondary or a follower, never on the writer it does not need. Sessions start
+from the bookmarks of the graph's write chain (``bookmarks``, the write driver's manager:
+kg/client.py), so a read waits until the server it lands on has applied every write this graph
+made (read-your-writes). They add nothing to the chain: a read never waits for another read's
+server to be matched. A guard without a chain reads whatever its server has (docs/scaling.md,
+"Consistency").
 
 Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
 surface at once, and an unreachable server must not cost the retry budget. Not an explicit
@@ -37,7 +39,7 @@ from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, LiteralString, TypeAlias, TypeVar
+from typing import Any, LiteralString, TypeVar
 
 from neo4j import (
     READ_ACCESS,
@@ -46,7 +48,7 @@ from neo4j import (
     NotificationMinimumSeverity,
     Query,
 )
-from neo4j.api import AsyncBookmarkManager, BookmarkManager
+from neo4j.api import BookmarkManager
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -66,9 +68,6 @@ from kg.errors import (
 )
 from kg.search.models import TemplateResult
 from kg.settings import Settings
-
-#: A bookmark manager: the sync driver's (kg/client.py shares the write driver's) or an async one.
-Bookmarks: TypeAlias = BookmarkManager | AsyncBookmarkManager
 
 #: The parameter a packed template's text reads: how many rows to pack (the cap + 1).
 READ_ROWS = "read_rows"
@@ -166,7 +165,7 @@ class Guard:
         settings: Settings,
         registry: Registry = REGISTRY,
         *,
-        bookmarks: Bookmarks | None = None,
+        bookmarks: BookmarkManager | None = None,
     ) -> None:
         self._driver = driver
         self.bookmarks = bookmarks
@@ -224,14 +223,15 @@ class Guard:
 
     def session_config(self) -> dict[str, Any]:
         """Every guarded session's configuration: READ access (READ routing on ``neo4j://``),
-        this guard's database, and the graph's bookmark manager when it has one."""
+        this guard's database, and the write chain's bookmarks now, when it has a chain (the
+        session waits for them and does not record its own)."""
         config: dict[str, Any] = {
             "database": self._database,
             "default_access_mode": READ_ACCESS,
             "notifications_min_severity": NotificationMinimumSeverity.OFF,
         }
         if self.bookmarks is not None:
-            config["bookmark_manager"] = self.bookmarks
+            config["bookmarks"] = sorted(self.bookmarks.get_bookmarks())
         return config
 
     # -- running ------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import LiteralString
 
-from neo4j import AsyncDriver, Driver, RoutingControl
-from neo4j.api import AsyncBookmarkManager, BookmarkManager
+from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, RoutingControl
+from neo4j.api import BookmarkManager
 
 from kg.errors import GraphModelError
 
@@ -124,12 +124,14 @@ async def check_current_async(
     database: str,
     embedders: Mapping[str, str] | None = None,
     *,
-    bookmarks: BookmarkManager | AsyncBookmarkManager | None = None,
+    bookmarks: BookmarkManager | None = None,
 ) -> None:
     """For readers (search): refuse a graph of another model or embedder, saying what to do.
 
-    READ routing; with the graph's ``bookmarks`` (kg/client.py), after its own writes."""
-    chain = driver.execute_query_bookmark_manager if bookmarks is None else bookmarks
+    READ routing; after the writes of the graph's write chain ``bookmarks`` (kg/client.py),
+    adding nothing to it (a manager of its own, seeded with the chain's bookmarks)."""
+    seed = bookmarks.get_bookmarks() if bookmarks is not None else ()
+    chain = AsyncGraphDatabase.bookmark_manager(initial_bookmarks=seed)
     records, _, _ = await driver.execute_query(
         _READ, database_=database, routing_=RoutingControl.READ, bookmark_manager_=chain
     )

@@ -36,9 +36,10 @@ from datetime import date, datetime
 from typing import Any
 
 from neo4j import AsyncDriver
+from neo4j.api import BookmarkManager
 from pydantic import ValidationError
 
-from kg.cypher.guard import Bookmarks, Guard
+from kg.cypher.guard import Guard
 from kg.cypher.params import MAX_TEXT_CHARS, NoParams
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, only_sent
@@ -93,7 +94,7 @@ class SearchService:
         *,
         registry: Registry = REGISTRY,
         chunk_embedder: Embedder | None = None,
-        bookmarks: Bookmarks | None = None,
+        bookmarks: BookmarkManager | None = None,
     ) -> None:
         self.settings = settings
         self._search = settings.search

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from neo4j import AsyncDriver
+from neo4j.api import BookmarkManager
 
-from kg.cypher.guard import Bookmarks, first_query_grace
+from kg.cypher.guard import first_query_grace
 from kg.cypher.params import ChunksByVectorParams, EntitySeedsParams
 from kg.errors import ConfigError, KGError
 from kg.graph.meta import check_current_async
@@ -117,7 +118,7 @@ async def check_model(
     embedder: Embedder,
     chunk_embedder: Embedder,
     *,
-    bookmarks: Bookmarks | None = None,
+    bookmarks: BookmarkManager | None = None,
 ) -> None:
     """GraphModelError when another graph model or other embedders wrote the graph."""
     await check_current_async(

@@ -61,9 +61,12 @@ def test_sync_graph_reads_its_own_writes_through_routing(
         summary = graph.ingest(EXAMPLE, graph="metadata")
         assert summary.documents_new == 14
         chain = graph.driver.execute_query_bookmark_manager
-        assert chain.get_bookmarks(), "the ingest's writes left no bookmark"
+        written = chain.get_bookmarks()
+        assert written, "the ingest's writes left no bookmark"
         found = graph.search("Who owns AuthService?", mode="text", limit=5)
         assert found.chunks, "a search right after the ingest must see it"
+        # reads wait for the writes' chain and add nothing to it
+        assert chain.get_bookmarks() == written
         # the reads waited on the writes' chain: the reader's guard holds the write driver's
         reader = graph._reader
         assert reader is not None

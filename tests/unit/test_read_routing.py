@@ -1,4 +1,4 @@
-"""Every guarded read asks for READ routing and waits for the graph's bookmarks.
+"""Every guarded read asks for READ routing and waits for the graph's write bookmarks.
 
 On a ``neo4j://`` URI the access mode of a session is its routing: READ goes to a secondary or
 a follower, WRITE to the leader. The guard opens its sessions with one configuration
@@ -38,7 +38,8 @@ def _closed_settings() -> Settings:
 
 def _recorded_sessions(run: Any) -> tuple[list[dict[str, Any]], Any]:
     settings = _closed_settings()
-    bookmarks = GraphDatabase.bookmark_manager()
+    # the write chain as an ingest leaves it (a bookmark is opaque to the client)
+    bookmarks = GraphDatabase.bookmark_manager(initial_bookmarks=["FB:written-by-an-ingest"])
     opened: list[dict[str, Any]] = []
 
     async def main() -> None:
@@ -59,7 +60,7 @@ def _recorded_sessions(run: Any) -> tuple[list[dict[str, Any]], Any]:
     return opened, bookmarks
 
 
-def test_every_template_text_is_read_in_a_read_session_with_the_graphs_bookmarks() -> None:
+def test_every_template_text_is_read_in_a_read_session_after_the_graphs_writes() -> None:
     texts = [
         (template, variant, text)
         for template in REGISTRY
@@ -77,8 +78,11 @@ def test_every_template_text_is_read_in_a_read_session_with_the_graphs_bookmarks
     assert len(opened) == len(texts)
     for config in opened:
         assert config["default_access_mode"] == READ_ACCESS
-        assert config["bookmark_manager"] is bookmarks
+        # waits for the writes' bookmarks; records nothing of its own into the chain
+        assert list(config["bookmarks"]) == ["FB:written-by-an-ingest"]
+        assert "bookmark_manager" not in config
         assert config["database"] == "neo4j"
+    assert bookmarks.get_bookmarks() == {"FB:written-by-an-ingest"}
 
 
 def test_start_up_explains_run_in_read_sessions_too() -> None:
@@ -89,17 +93,18 @@ def test_start_up_explains_run_in_read_sessions_too() -> None:
             async with asyncio.timeout(1.0):
                 await guard.verify_read_only()
 
-    opened, bookmarks = _recorded_sessions(run)
+    opened, _ = _recorded_sessions(run)
     assert opened
     for config in opened:
         assert config["default_access_mode"] == READ_ACCESS
-        assert config["bookmark_manager"] is bookmarks
+        assert list(config["bookmarks"]) == ["FB:written-by-an-ingest"]
 
 
-def test_a_guard_without_bookmarks_reads_without_a_manager() -> None:
+def test_a_guard_without_a_write_chain_reads_without_bookmarks() -> None:
     guard = Guard(None, Settings())  # type: ignore[arg-type]
     config = guard.session_config()
     assert config["default_access_mode"] == READ_ACCESS
+    assert "bookmarks" not in config
     assert "bookmark_manager" not in config
 
 
@@ -135,8 +140,8 @@ def _call_text(source: str, start: int) -> str:
 
 def test_every_async_read_outside_the_guard_asks_for_read_routing() -> None:
     """The search side's other reads (the model check) run ``execute_query`` on the async
-    driver: each names READ routing and a bookmark manager. (Text, not ``ast``: CPython 3.11's
-    ``ast.parse`` trips over pytest's recursion depth here.)"""
+    driver: each names READ routing and a bookmark manager (seeded from the write chain).
+    (Text, not ``ast``: CPython 3.11's ``ast.parse`` trips over pytest's recursion depth.)"""
     found = 0
     for path in sorted((REPO / "kg").rglob("*.py")):
         source = path.read_text(encoding="utf-8")
