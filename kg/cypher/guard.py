@@ -45,6 +45,7 @@ from neo4j import (
     READ_ACCESS,
     AsyncDriver,
     AsyncManagedTransaction,
+    Bookmarks,
     NotificationMinimumSeverity,
     Query,
 )
@@ -231,7 +232,7 @@ class Guard:
             "notifications_min_severity": NotificationMinimumSeverity.OFF,
         }
         if self.bookmarks is not None:
-            config["bookmarks"] = sorted(self.bookmarks.get_bookmarks())
+            config["bookmarks"] = Bookmarks.from_raw_values(self.bookmarks.get_bookmarks())
         return config
 
     # -- running ------------------------------------------------------------------------------
