@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -24,7 +23,7 @@ from kg.settings import Settings
 from tests.apidata import wipe
 from tests.apiserver import free_port, wait_until_served
 from tests.clienv import cli_env
-from tests.neo4j_backend import Neo4jTarget
+from tests.neo4j_backend import Neo4jTarget, routing_uri
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -38,7 +37,7 @@ BODIES = [
 def _routing_uri(settings: Settings, target: Neo4jTarget) -> str:
     if target.backend == "testcontainers":
         return settings.neo4j.uri  # a port-mapped container cannot be routed to (test_routing)
-    return f"neo4j://{urlsplit(settings.neo4j.uri).netloc}"
+    return routing_uri(settings.neo4j.uri)
 
 
 @pytest.fixture(scope="module")
