@@ -111,3 +111,29 @@ def test_guarded_reads_refuse_writes_on_a_routed_read(
         asyncio.run(main())
     records, _, _ = clean_graph.execute_query("MATCH (n:RoutingProbe) RETURN count(n) AS n")
     assert records[0]["n"] == 0
+
+
+def test_every_read_carries_the_write_chain_to_the_server(
+    clean_graph: Driver, settings: Settings, neo4j_server: Neo4jTarget
+) -> None:
+    """The server sees the write chain on each read: a bookmark it cannot parse, put in the
+    chain, fails the next search with the server's own refusal; replaced by a real write's
+    bookmark, the same search runs (after that write)."""
+    routed = _routed(settings, neo4j_server)
+    bad = "FB:kg-test-not-a-bookmark"
+    with clean_graph.session(database=settings.neo4j.database) as session:
+        session.run("CREATE (:RoutingProbe)").consume()
+        written = session.last_bookmarks().raw_values
+
+    async def main() -> None:
+        async with AsyncKnowledgeGraph(routed) as graph:
+            assert graph._sync is not None
+            chain = graph._sync.execute_query_bookmark_manager
+            chain.update_bookmarks((), (bad,))
+            with pytest.raises(StoreError, match="InvalidBookmark"):
+                await graph.search("Who owns AuthService?", mode="text")
+            chain.update_bookmarks((bad,), written)
+            await graph.search("Who owns AuthService?", mode="text")
+            assert chain.get_bookmarks() == set(written)
+
+    asyncio.run(main())
