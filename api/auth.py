@@ -16,6 +16,13 @@ remain, and both are closed here:
 - Cross-site POSTs: a page may send ``text/plain`` or a form to 127.0.0.1 without a CORS
   preflight. JSON endpoints accept only ``application/json`` bodies (415), always.
 
+Behind a reverse proxy every keyless client arrives from the proxy's address, so admission
+control would count them all as one client. ``KG_API__TRUSTED_PROXIES`` (IPs or CIDRs, empty
+by default) names the proxies whose ``X-Forwarded-For`` is believed: only when the socket's
+peer is one of them, and then the client is the rightmost address in the header that is not
+itself a trusted proxy (the one the outermost trusted proxy saw; what a client wrote further
+left is its own claim, and ignored). No other forwarded header is read.
+
 Keys are compared in constant time against *every* configured key, so timing reveals neither
 which key nearly matched nor how many there are. ``/health`` and the OpenAPI pages stay open:
 they carry no graph data, and orchestrators and humans need them without a key.
@@ -48,6 +55,7 @@ PUBLIC = "public"
 WWW_AUTHENTICATE = 'Bearer realm="kg"'
 SECURITY_SCHEME = "BearerAuth"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def is_loopback(host: str) -> bool:
@@ -124,6 +132,7 @@ class AccessPolicy:
     require_auth: bool | None = None
     host: str = "127.0.0.1"
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
+    trusted_proxies: tuple[IPNetwork, ...] = ()
 
     @classmethod
     def from_settings(cls, api: ApiSettings) -> AccessPolicy:
@@ -132,6 +141,7 @@ class AccessPolicy:
             require_auth=api.require_auth,
             host=api.host,
             allowed_hosts=frozenset(h.strip().lower() for h in api.allowed_hosts if h.strip()),
+            trusted_proxies=tuple(api.trusted_proxy_networks()),
         )
 
     def decide(self, server: Any) -> Access:
@@ -159,16 +169,56 @@ class AccessPolicy:
             return False
         return is_loopback(name) or name in self.allowed_hosts
 
-    def client_id(self, access: Access, authorization: str | None, client: Any) -> str:
+    def client_id(
+        self,
+        access: Access,
+        authorization: str | None,
+        client: Any,
+        forwarded_for: Sequence[str] = (),
+    ) -> str:
         """Whom admission control counts this request against: the key's digest when a key
-        is required (invalid keys are refused before any query), else the client address."""
+        is required (invalid keys are refused before any query), else the client address,
+        which is the forwarded one when the peer is a trusted proxy (:meth:`client_address`)."""
         if access.key_required:
             token = bearer_token(authorization)
             if token is not None:
                 return "key:" + hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
-        if isinstance(client, tuple | list) and client:
-            return f"addr:{client[0]}"
+        if isinstance(client, tuple | list) and client and isinstance(client[0], str):
+            return f"addr:{self.client_address(client[0], forwarded_for)}"
         return "addr:unknown"
+
+    def client_address(self, peer: str, forwarded_for: Sequence[str] = ()) -> str:
+        """The client's address: the socket peer, unless the peer is a trusted proxy and
+        ``X-Forwarded-For`` (its values, in order) names one; then the rightmost address not
+        itself a trusted proxy. A malformed entry there ends the walk at the proxy that
+        reported it: a trusted proxy writes addresses, so anything else is not believed."""
+        if not self.trusted_proxies or not self._trusted(peer):
+            return peer
+        hops = [hop.strip() for value in forwarded_for for hop in value.split(",")]
+        nearest = peer
+        for hop in reversed([h for h in hops if h]):
+            address = _ip(hop)
+            if address is None:
+                return nearest
+            if not self._trusted(hop):
+                return str(address)
+            nearest = str(address)
+        return nearest
+
+    def _trusted(self, host: str) -> bool:
+        address = _ip(host)
+        return address is not None and any(address in net for net in self.trusted_proxies)
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address from a peer or a forwarded hop (``[::1]`` and ``::ffff:1.2.3.4`` too)."""
+    try:
+        address = ipaddress.ip_address(host.strip().strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
 
 
 def host_name(value: str) -> str | None:

@@ -9,7 +9,9 @@ unknown routes included:
   request's start; a client trickling it a byte at a time gets ``408`` and the connection is
   closed, instead of holding a connection and a task forever.
 - **Client identity**: sets :data:`kg.cypher.admission.current_client` (the API key's digest,
-  else the client address) for the request, so admission control can share query slots fairly.
+  else the client address: ``X-Forwarded-For``'s when the peer is one of
+  ``KG_API__TRUSTED_PROXIES``, see api/auth.py) for the request, so admission control can
+  share query slots fairly.
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key.lower() == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def _headers(scope: Scope, name: bytes) -> list[str]:
+    """Every value of a header that may repeat, in order."""
+    return [
+        bytes(value).decode("latin-1")
+        for key, value in scope.get("headers") or ()
+        if key.lower() == name
+    ]
 
 
 async def send_error(send: Send, status: int, error: str, detail: str) -> None:
@@ -91,7 +102,10 @@ class EdgeMiddleware:
                 )
                 return
         client = self.policy.client_id(
-            access, _header(scope, b"authorization"), scope.get("client")
+            access,
+            _header(scope, b"authorization"),
+            scope.get("client"),
+            _headers(scope, b"x-forwarded-for"),
         )
         token = current_client.set(client)
         try:

@@ -20,6 +20,11 @@ The twins share one configuration (:class:`_GraphConfig`). ``AsyncKnowledgeGraph
 on an async driver and writes (ingest, schema, migrate) on a sync driver in a worker thread.
 ``KnowledgeGraph`` runs writes directly and reads through a private event loop on a
 background thread, so it works inside a running event loop too (a notebook).
+
+Read-your-writes: the write driver's ``execute_query_bookmark_manager`` is the graph's one
+causal chain. Every write records its bookmark there (``execute_query`` by default, the
+writer's sessions by passing it) and every guarded read starts from its bookmarks, so on a
+cluster a search after an ingest waits until the server it reads from has applied the ingest.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from neo4j import AsyncDriver, Driver
+from neo4j.api import BookmarkManager
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
@@ -231,11 +237,14 @@ class _GraphConfig:
     def _open_sync(self) -> Driver:
         driver = open_driver(self.settings.neo4j)
         try:
-            verify(driver, self.settings.neo4j, local_bolt_port=self.settings.server.bolt_port)
+            self._verify_sync(driver)
         except BaseException:
             driver.close()
             raise
         return driver
+
+    def _verify_sync(self, driver: Driver) -> None:
+        verify(driver, self.settings.neo4j, local_bolt_port=self.settings.server.bolt_port)
 
 
 def _request(
@@ -302,7 +311,11 @@ class AsyncKnowledgeGraph(_GraphConfig):
     ) -> None:
         super().__init__(settings, embedder=embedder, **kw)
         self._driver: AsyncDriver | None = None
+        # The write driver: opened (no I/O) with the read driver, because its bookmark
+        # manager is the chain reads wait for; verified on the first write.
         self._sync: Driver | None = None
+        self._sync_verified = False
+        self._owns_sync = True  # False: a sync twin's driver, lent to its private reader
         self._service: SearchBackend | None = None
         self._service_factory = service_factory
         self._lock = threading.Lock()
@@ -322,15 +335,30 @@ class AsyncKnowledgeGraph(_GraphConfig):
         await self.aclose()
 
     async def open(self) -> None:
-        """Open the async driver (reads); the sync one (writes) opens on first write."""
+        """Open the async driver (reads) and the sync one (writes: verified on first write).
+
+        Opening a driver makes no connection; both open here so that reads wait for the
+        write driver's bookmarks (read-your-writes, see the module docstring)."""
         if self._driver is None:
+            with self._lock:
+                if self._sync is None:
+                    self._sync = open_driver(self.settings.neo4j)
+                bookmarks = self._sync.execute_query_bookmark_manager
             self._driver = open_async_driver(self.settings.neo4j)
             if self._service_factory is not None:
                 self._service = self._service_factory(self._driver, self.settings)
             else:
                 self._service = search_service(
-                    self._driver, self.settings, self.embedder, self.chunk_embedder
+                    self._driver,
+                    self.settings,
+                    self.embedder,
+                    self.chunk_embedder,
+                    bookmarks=bookmarks,
                 )
+
+    def _lend(self, driver: Driver) -> None:
+        """Read after ``driver``'s writes (a sync twin's verified driver, closed by its owner)."""
+        self._sync, self._sync_verified, self._owns_sync = driver, True, False
 
     async def aclose(self) -> None:
         if self._driver is not None:
@@ -338,8 +366,9 @@ class AsyncKnowledgeGraph(_GraphConfig):
             self._driver, self._service = None, None
         self._verified = False
         if self._sync is not None:
-            await asyncio.to_thread(self._sync.close)
-            self._sync = None
+            if self._owns_sync:
+                await asyncio.to_thread(self._sync.close)
+            self._sync, self._sync_verified, self._owns_sync = None, False, True
 
     async def _first_read(self, what: str, call: Awaitable[T]) -> T:
         """A read; the first ones (until one succeeds, unless start-up warmed the server) under
@@ -511,7 +540,11 @@ class AsyncKnowledgeGraph(_GraphConfig):
         with self._lock:
             if self._sync is None:
                 self._sync = self._open_sync()
-        return fn(self._sync, *args, **kwargs)
+            elif not self._sync_verified:
+                self._verify_sync(self._sync)  # opened by open(), unverified until now
+            self._sync_verified = True
+            sync = self._sync
+        return fn(sync, *args, **kwargs)
 
 
 class _Portal:
@@ -607,6 +640,8 @@ class KnowledgeGraph(_GraphConfig):
             self._portal = _Portal()
         if self._reader is None:
             reader = AsyncKnowledgeGraph(self.settings, embedder=self.embedder)
+            if self._driver is not None:
+                reader._lend(self._driver)  # its reads wait for this twin's writes
             self._portal.call(reader.open())
             self._reader = reader
         return self._portal.call(fn(self._reader))
@@ -720,11 +755,15 @@ def search_service(
     settings: Settings,
     embedder: Embedder | None = None,
     chunk_embedder: Embedder | None = None,
+    *,
+    bookmarks: BookmarkManager | None = None,
 ) -> SearchService:
-    """The search use case on a caller's driver (the API builds its own per app)."""
+    """The search use case on a caller's driver (the API builds its own per app); its reads
+    wait for ``bookmarks`` (a write driver's ``execute_query_bookmark_manager``) when given."""
     return SearchService(
         driver,
         settings,
         embedder or make_embedder(settings.resolve),
         chunk_embedder=chunk_embedder,
+        bookmarks=bookmarks,
     )

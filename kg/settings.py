@@ -9,6 +9,7 @@ Secrets are ``SecretStr``: their ``repr`` and ``str`` print ``**********``.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import warnings
@@ -420,7 +421,8 @@ class SearchSettings(BaseModel):
         8,
         ge=1,
         le=256,
-        description="Guarded reads running at once per process; the rest wait in line.",
+        description="Guarded reads running at once per process (per API replica: N replicas "
+        "send Neo4j up to N times this); the rest wait in line.",
     )
     queue_timeout_s: float = Field(
         10.0,
@@ -715,8 +717,15 @@ class ApiSettings(BaseModel):
     max_queries_per_client: int | None = Field(
         None,
         ge=1,
-        description="Query slots one client (API key, else address) may hold at once. "
-        "Default: three quarters of KG_SEARCH__MAX_CONCURRENT_QUERIES.",
+        description="Query slots one client (API key, else address) may hold at once, in one "
+        "process (per replica). Default: three quarters of KG_SEARCH__MAX_CONCURRENT_QUERIES.",
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Reverse proxies (IPs or CIDRs, comma-separated) whose `X-Forwarded-For` "
+        "names the client for per-client caps, believed only when the connection comes from "
+        "one of them. Empty: no forwarded header is trusted, and behind a proxy every keyless "
+        "client counts as the proxy.",
     )
     heavy_query_slots: int | None = Field(
         None,
@@ -733,6 +742,30 @@ class ApiSettings(BaseModel):
                 return json.loads(value)
             return [h.strip() for h in value.split(",") if h.strip()]
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _valid_networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or CIDR network (e.g. 10.0.0.5, 10.0.0.0/24)"
+                ) from None
+        return [entry.strip() for entry in value]
+
+    def trusted_proxy_networks(self) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+        return [ipaddress.ip_network(entry, strict=False) for entry in self.trusted_proxies]
 
     def query_slots_per_client(self, slots: int) -> int:
         return self.max_queries_per_client or max(1, slots * 3 // 4)

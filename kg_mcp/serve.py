@@ -123,7 +123,12 @@ class HttpGuard:
         replay = await self._whole_body(receive, send)
         if replay is None:
             return
-        client = self.policy.client_id(access, authorization, scope.get("client"))
+        forwarded = [
+            bytes(value).decode("latin-1")
+            for key, value in scope.get("headers") or []
+            if key.lower() == b"x-forwarded-for"
+        ]
+        client = self.policy.client_id(access, authorization, scope.get("client"), forwarded)
         token_var = current_client.set(client)
         try:
             await self.app(scope, replay, send)

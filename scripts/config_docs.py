@@ -19,12 +19,15 @@ kg reads its settings once, at the edge (CLI command, API factory), from environ
 with the `KG_` prefix and `__` between section and field, and from a `.env` file in the working
 directory (`KG_ENV_FILE` names another file; set empty, no file is read: the test suite does
 that, so a developer's `.env` cannot steer a test). Lists and maps take JSON
-(`KG_SEARCH__TYPE_WEIGHTS='{"DEPENDS_ON": 0.9}'`); `KG_API__API_KEYS` also takes a
-comma-separated list. The Neo4j connection also honours `NEO4J_URI`, `NEO4J_USERNAME`,
-`NEO4J_PASSWORD` and `NEO4J_DATABASE`; the `KG_` names win when both are set. Secrets are
-`SecretStr`: printed as `**********`, never logged. With no Neo4j password configured, kg
-reads the one the local server generated on its first start from `.kg/neo4j/password`
-(mode 0600; `kg neo4j status` says where).
+(`KG_SEARCH__TYPE_WEIGHTS='{"DEPENDS_ON": 0.9}'`); `KG_API__API_KEYS`,
+`KG_API__ALLOWED_HOSTS` and `KG_API__TRUSTED_PROXIES` also take a comma-separated list. The
+Neo4j connection also honours `NEO4J_URI`, `NEO4J_USERNAME`, `NEO4J_PASSWORD` and
+`NEO4J_DATABASE`; the `KG_` names win when both are set. Secrets are `SecretStr`: printed as
+`**********`, never logged. With no Neo4j password configured, kg reads the one the local
+server generated on its first start from `.kg/neo4j/password` (mode 0600; `kg neo4j status`
+says where). `KG_NEO4J__URI` takes `bolt://`, `neo4j://` (routing: reads to a cluster's
+secondaries, writes to the leader) and their TLS forms `bolt+s://`, `neo4j+s://` (Aura); see
+[scaling.md](scaling.md).
 
 Every LLM use (extraction, answers and questions to templates, community reports and global
 search, the `mode=auto` router, question translation, entity adjudication) reads the shared

@@ -38,6 +38,9 @@ class LiveServer:
             log_level="warning",
             lifespan="on",
             timeout_graceful_shutdown=5,
+            # as `kg serve` runs it: uvicorn's own default believes X-Forwarded-For from
+            # 127.0.0.1, and kg decides whom to believe (KG_API__TRUSTED_PROXIES)
+            proxy_headers=False,
         )
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, name="kg-api", daemon=True)

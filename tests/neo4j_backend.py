@@ -88,3 +88,13 @@ def _local_server() -> Iterator[Neo4jTarget]:
     with throwaway_server(heap="768m", pagecache="256m", transaction_timeout="60s") as settings:
         password = settings.neo4j.password.get_secret_value()
         yield Neo4jTarget("local", settings.neo4j.uri, "neo4j", password, "neo4j")
+
+
+def routing_uri(uri: str) -> str:
+    """The same server through the driver's routing scheme (``bolt`` -> ``neo4j``, TLS kept):
+    the code path of a cluster, which a single server serves with a one-member table."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    routed = {"bolt": "neo4j", "bolt+s": "neo4j+s", "bolt+ssc": "neo4j+ssc"}
+    return f"{routed.get(scheme, scheme)}://{rest}"

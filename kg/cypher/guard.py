@@ -17,6 +17,14 @@ warm-up run there, under ``search.first_query_timeout_s``. Right after a restart
 cold server (JVM, page cache) ran a first search's templates past ``query_timeout_s``
 (bench/restart_first_query.py); every later search keeps the strict bound.
 
+Every session asks for READ access, which is READ routing on a ``neo4j://`` URI: on a cluster the
+read lands on a secondary or a follower, never on the writer it does not need. Sessions start
+from the bookmarks of the graph's write chain (``bookmarks``, the write driver's manager:
+kg/client.py), so a read waits until the server it lands on has applied every write this graph
+made (read-your-writes). They add nothing to the chain: a read never waits for another read's
+server to be matched. A guard without a chain reads whatever its server has (docs/scaling.md,
+"Consistency").
+
 Auto-commit (not ``execute_read``) because a guarded read is never retried: a timeout must
 surface at once, and an unreachable server must not cost the retry budget. Not an explicit
 transaction either: RUN and PULL go out together, one round trip where BEGIN, RUN + PULL and
@@ -37,9 +45,11 @@ from neo4j import (
     READ_ACCESS,
     AsyncDriver,
     AsyncManagedTransaction,
+    Bookmarks,
     NotificationMinimumSeverity,
     Query,
 )
+from neo4j.api import BookmarkManager
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
@@ -151,9 +161,15 @@ class Guard:
     """The gate between callers and Neo4j. The constructor does no I/O."""
 
     def __init__(
-        self, driver: AsyncDriver, settings: Settings, registry: Registry = REGISTRY
+        self,
+        driver: AsyncDriver,
+        settings: Settings,
+        registry: Registry = REGISTRY,
+        *,
+        bookmarks: BookmarkManager | None = None,
     ) -> None:
         self._driver = driver
+        self.bookmarks = bookmarks
         self._database = settings.neo4j.database
         self._search = settings.search
         self.registry = registry
@@ -205,6 +221,19 @@ class Guard:
             text=template.text_for(model),
             row_cap=min(template.row_cap, self._search.row_cap),
         )
+
+    def session_config(self) -> dict[str, Any]:
+        """Every guarded session's configuration: READ access (READ routing on ``neo4j://``),
+        this guard's database, and the write chain's bookmarks now, when it has a chain (the
+        session waits for them and does not record its own)."""
+        config: dict[str, Any] = {
+            "database": self._database,
+            "default_access_mode": READ_ACCESS,
+            "notifications_min_severity": NotificationMinimumSeverity.OFF,
+        }
+        if self.bookmarks is not None:
+            config["bookmarks"] = Bookmarks.from_raw_values(self.bookmarks.get_bookmarks())
+        return config
 
     # -- running ------------------------------------------------------------------------------
 
@@ -267,11 +296,7 @@ class Guard:
         temporal: bool = True,
     ) -> tuple[list[dict[str, Any]], bool]:
         convert = plain if temporal else _same
-        async with self._driver.session(
-            database=self._database,
-            default_access_mode=READ_ACCESS,
-            notifications_min_severity=NotificationMinimumSeverity.OFF,
-        ) as session:
+        async with self._driver.session(**self.session_config()) as session:
             query = Query(text, metadata={"app": "kg", "template": name}, timeout=budget_s)
             result = await session.run(query, params)
             keys = result.keys()
@@ -388,11 +413,7 @@ class Guard:
             summary = await result.consume()
             return str(summary.query_type)
 
-        async with self._driver.session(
-            database=self._database,
-            default_access_mode=READ_ACCESS,
-            notifications_min_severity=NotificationMinimumSeverity.OFF,
-        ) as session:
+        async with self._driver.session(**self.session_config()) as session:
             return await session.execute_read(work)
 
     async def health(self) -> bool:

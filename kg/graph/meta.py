@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import LiteralString
 
-from neo4j import AsyncDriver, Driver
+from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, RoutingControl
+from neo4j.api import BookmarkManager
 
 from kg.errors import GraphModelError
 
@@ -119,15 +120,29 @@ def stamp_embedders(driver: Driver, database: str, embedders: Mapping[str, str])
 
 
 async def check_current_async(
-    driver: AsyncDriver, database: str, embedders: Mapping[str, str] | None = None
+    driver: AsyncDriver,
+    database: str,
+    embedders: Mapping[str, str] | None = None,
+    *,
+    bookmarks: BookmarkManager | None = None,
 ) -> None:
-    """For readers (search): refuse a graph of another model or embedder, saying what to do."""
-    records, _, _ = await driver.execute_query(_READ, database_=database, routing_="r")
+    """For readers (search): refuse a graph of another model or embedder, saying what to do.
+
+    READ routing; after the writes of the graph's write chain ``bookmarks`` (kg/client.py),
+    adding nothing to it (a manager of its own, seeded with the chain's bookmarks)."""
+    seed = bookmarks.get_bookmarks() if bookmarks is not None else ()
+    chain = AsyncGraphDatabase.bookmark_manager(initial_bookmarks=seed)
+    records, _, _ = await driver.execute_query(
+        _READ, database_=database, routing_=RoutingControl.READ, bookmark_manager_=chain
+    )
     version = records[0]["version"]
     model = GraphModel(int(version) if version is not None else None, bool(records[0]["has_data"]))
     _refuse_other(model.effective)
     if embedders:
-        stored, _, _ = await driver.execute_query(_READ_EMBEDDERS, database_=database, routing_="r")
+        stored, _, _ = await driver.execute_query(
+            _READ_EMBEDDERS, database_=database, routing_=RoutingControl.READ,
+            bookmark_manager_=chain,
+        )  # fmt: skip
         refuse_other_embedders(
             {"entity": stored[0]["entity"], "chunk": stored[0]["chunk"]}, embedders
         )

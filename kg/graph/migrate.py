@@ -54,7 +54,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, LiteralString
 
-from neo4j import Driver, Record
+from neo4j import Driver, Record, Session
 
 from kg.documents import document_id
 from kg.errors import StoreError
@@ -217,6 +217,12 @@ class MigrationReport:
         return dict(self.__dict__)
 
 
+def _session(driver: Driver, database: str) -> Session:
+    """An auto-commit session (``IN TRANSACTIONS`` needs one) in the driver's ``execute_query``
+    bookmark chain, so the graph's reads see what it wrote (docs/architecture.md)."""
+    return driver.session(database=database, bookmark_manager=driver.execute_query_bookmark_manager)
+
+
 def already_current(
     driver: Driver, database: str, identities: Mapping[str, str]
 ) -> MigrationReport | None:
@@ -251,7 +257,7 @@ def migrate(
     if found is not None and found < 2:
         _model_1_to_2(driver, database, writer, report)
     if found is not None and found < 3:
-        with driver.session(database=database) as session:
+        with _session(driver, database) as session:
             session.run(_CHUNK_TITLES).consume()  # IN TRANSACTIONS needs an auto-commit run
     if found is not None and found < 4:
         report.chunks_labelled = label_chunk_languages(driver, database)
@@ -260,14 +266,14 @@ def migrate(
             driver, database, writer.bounds.max_type_labels
         )
     if found is not None and found < 5:
-        with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+        with _session(driver, database) as session:  # IN TRANSACTIONS: auto-commit
             session.run(_UNLABEL_FACT_ENTITIES).consume()
         driver.execute_query(_UNGRANT_FACT_LABEL, database_=database)
         report.facts_created = create_facts(driver, database, writer, chunk_embedder)
     if found is not None and found < 6:
         records, _, _ = driver.execute_query(_UNRECORDED, database_=database)
         report.documents_recorded = int(records[0]["n"])
-        with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+        with _session(driver, database) as session:  # IN TRANSACTIONS: auto-commit
             session.run(_RECORD_EXTRACTION).consume()
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
@@ -422,7 +428,7 @@ def label_entity_types(driver: Driver, database: str, limit: int) -> int:
     if not labels:
         return 0
     rows = [{"type": t, "label": label} for t, label in sorted(labels.items())]
-    with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+    with _session(driver, database) as session:  # IN TRANSACTIONS: auto-commit
         summary = session.run(_SET_TYPE_LABELS, rows=rows).consume()
     return summary.counters.labels_added
 

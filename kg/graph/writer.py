@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, LiteralString, TypeVar, cast
 
-from neo4j import Driver, ManagedTransaction, unit_of_work
+from neo4j import Driver, ManagedTransaction, Session, unit_of_work
 
 from kg.errors import StoreError
 from kg.graph.facts import UPSERT_FACTS, fact_rows, pages
@@ -649,6 +649,14 @@ class GraphWriter:
             counts.batches += 1
         return counts
 
+    def _session(self) -> Session:
+        """A write session on the driver's ``execute_query`` bookmark manager: every write,
+        in a session or through ``execute_query``, lands in one causal chain, which the
+        graph's reads wait for (docs/architecture.md, "Read-your-writes")."""
+        return self.driver.session(
+            database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager
+        )
+
     def _write_summary(
         self, query: LiteralString, rows: list[Any], returned: list[Any] | None = None
     ) -> Any:
@@ -660,7 +668,7 @@ class GraphWriter:
             records = [r.data() for r in result]
             return result.consume().counters, records
 
-        with self.driver.session(database=self.database) as session:
+        with self._session() as session:
             counters, records = session.execute_write(work)
         if returned is not None:
             returned.extend(records)  # after the commit: a retried transaction adds once
@@ -675,7 +683,7 @@ class GraphWriter:
         def work(tx: ManagedTransaction) -> list[Any]:
             return list(tx.run(query, params))
 
-        with self.driver.session(database=self.database) as session:
+        with self._session() as session:
             return session.execute_write(work)
 
 

@@ -36,6 +36,7 @@ from datetime import date, datetime
 from typing import Any
 
 from neo4j import AsyncDriver
+from neo4j.api import BookmarkManager
 from pydantic import ValidationError
 
 from kg.cypher.guard import Guard
@@ -93,11 +94,12 @@ class SearchService:
         *,
         registry: Registry = REGISTRY,
         chunk_embedder: Embedder | None = None,
+        bookmarks: BookmarkManager | None = None,
     ) -> None:
         self.settings = settings
         self._search = settings.search
         self._driver = driver
-        self.guard = Guard(driver, settings, registry)
+        self.guard = Guard(driver, settings, registry, bookmarks=bookmarks)
         self.started = False  # set by a successful startup(): the server was warmed
         weights = Weights.from_settings(settings.search)
         self.context = SignalContext(
@@ -140,6 +142,7 @@ class SearchService:
             self.settings.neo4j.database,
             self.context.embedder,
             self.context.chunk_embedder,
+            bookmarks=self.guard.bookmarks,
         )
 
     # -- reads by name or id ---------------------------------------------------------------

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from neo4j import AsyncDriver
+from neo4j.api import BookmarkManager
 
 from kg.cypher.guard import first_query_grace
 from kg.cypher.params import ChunksByVectorParams, EntitySeedsParams
@@ -112,13 +113,19 @@ async def warm_searches(service: SearchService) -> int:
 
 
 async def check_model(
-    driver: AsyncDriver, database: str, embedder: Embedder, chunk_embedder: Embedder
+    driver: AsyncDriver,
+    database: str,
+    embedder: Embedder,
+    chunk_embedder: Embedder,
+    *,
+    bookmarks: BookmarkManager | None = None,
 ) -> None:
     """GraphModelError when another graph model or other embedders wrote the graph."""
     await check_current_async(
         driver,
         database,
         {"entity": embedder_identity(embedder), "chunk": embedder_identity(chunk_embedder)},
+        bookmarks=bookmarks,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +58,71 @@ def test_api_service_matches_settings() -> None:
             assert field in model.model_fields, name  # type: ignore[union-attr]
     assert env["NEO4J_URI"] == "bolt://neo4j:7687"
     assert api["command"] == ["kg", "serve"]
+
+
+# -- the "replicas" profile: N stateless API replicas behind nginx (docs/scaling.md) ----------
+
+
+def _known_setting(name: str) -> bool:
+    section, _, field = name.removeprefix("KG_").lower().partition("__")
+    model = Settings.model_fields[section].annotation
+    return field in model.model_fields  # type: ignore[union-attr]
+
+
+def test_the_default_services_belong_to_no_profile() -> None:
+    services = _compose()["services"]
+    assert "profiles" not in services["neo4j"]
+    assert "profiles" not in services["api"]
+
+
+def test_replicas_sit_behind_one_well_known_proxy() -> None:
+    compose = _compose()
+    replica = compose["services"]["api-replica"]
+    proxy = compose["services"]["proxy"]
+    assert replica["profiles"] == proxy["profiles"] == ["replicas"]
+    assert replica["build"] == "."
+    assert str(replica["deploy"]["replicas"]).startswith("${KG_API_REPLICAS")
+    assert "ports" not in replica, "only the proxy is reached from outside"
+    assert replica["depends_on"]["neo4j"]["condition"] == "service_healthy"
+    assert proxy["image"].startswith("nginx:1.")
+    assert proxy["depends_on"]["api-replica"]["condition"] == "service_healthy"
+    env = replica["environment"]
+    assert all(_known_setting(name) for name in env if name.startswith("KG_")), env
+    # bound beyond loopback, so keys are required (api/auth.py)
+    assert env["KG_API__HOST"] == "0.0.0.0"
+    assert env["KG_API__API_KEYS"].startswith("${KG_API_KEYS:?")
+
+
+def test_the_replicas_trust_exactly_the_proxy() -> None:
+    compose = _compose()
+    replica = compose["services"]["api-replica"]
+    proxy = compose["services"]["proxy"]
+    address = proxy["networks"]["edge"]["ipv4_address"]
+    subnet = compose["networks"]["edge"]["ipam"]["config"][0]["subnet"]
+    assert ipaddress.ip_address(address) in ipaddress.ip_network(subnet)
+    assert "edge" in replica["networks"]
+    assert "default" in replica["networks"]
+    trusted = Settings(api={"trusted_proxies": replica["environment"]["KG_API__TRUSTED_PROXIES"]})
+    assert trusted.api.trusted_proxies == [address]
+
+
+def test_the_proxy_config_reaches_the_replicas_and_forwards_the_client() -> None:
+    compose = _compose()
+    proxy = compose["services"]["proxy"]
+    replica_env = compose["services"]["api-replica"]["environment"]
+    mounts = [v.split(":") for v in proxy["volumes"]]
+    conf_paths = [host for host, target, *_ in mounts if target.startswith("/etc/nginx/conf.d/")]
+    assert len(conf_paths) == 1
+    conf = (REPO / conf_paths[0]).read_text()
+    upstream = re.search(r"upstream kg_api \{[^}]*server ([\w-]+):(\d+)", conf)
+    assert upstream is not None
+    assert upstream.group(1) == "api-replica"
+    assert upstream.group(2) == replica_env["KG_API__PORT"]
+    assert "proxy_pass http://kg_api;" in conf
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in conf
+    listen = re.search(r"listen (\d+);", conf)
+    assert listen is not None
+    assert proxy["ports"] == [f"127.0.0.1:{listen.group(1)}:{listen.group(1)}"]
+    body = re.search(r"client_max_body_size\s+(\d+)m;", conf)
+    assert body is not None
+    assert int(body.group(1)) * 1024 * 1024 == Settings().api.max_body_bytes
