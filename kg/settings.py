@@ -557,7 +557,7 @@ class SearchSettings(BaseModel):
     )
     ppr_iterations: int = Field(30, ge=1, le=200, description="Graph: PageRank iterations.")
     fact_seeds: int = Field(
-        5,
+        2,
         ge=0,
         le=100,
         description="Graph: facts (relations as text, graph model 5) matched to the question by "
