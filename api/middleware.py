@@ -10,6 +10,9 @@ unknown routes included:
   closed, instead of holding a connection and a task forever.
 - **Client identity**: sets :data:`kg.cypher.admission.current_client` (the API key's digest,
   else the client address) for the request, so admission control can share query slots fairly.
+- **Scope**: binds the request to the namespaces of the key it presents
+  (:func:`kg.bound_namespaces`; ``KG_API__API_KEYS=key::ns1|ns2``), so every read the request
+  makes keeps to them and a request for another namespace is refused (403 naming it).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_408_REQUEST_TIMEOUT
 
 from api.auth import AccessPolicy
-from kg import current_client
+from kg import bound_namespaces, current_client
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -93,9 +96,11 @@ class EdgeMiddleware:
         client = self.policy.client_id(
             access, _header(scope, b"authorization"), scope.get("client")
         )
+        namespaces = self.policy.namespaces_of(_header(scope, b"authorization"))
         token = current_client.set(client)
         try:
-            await self.app(scope, self._bounded(receive), send)
+            with bound_namespaces(namespaces):
+                await self.app(scope, self._bounded(receive), send)
         finally:
             current_client.reset(token)
 

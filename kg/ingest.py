@@ -621,14 +621,16 @@ def _write(
     written = {c.id for c in written_chunks}
     mentions = {(c, e) for c, e in extra.mentions if c in written}
     found = {e for _, e in mentions}
+    namespace = summary.source
     writer.upsert_entities(
-        _entity_rows(resolution) + _entity_rows(extra.entities, keep=found)  # document graph
+        _entity_rows(resolution, namespace=namespace)
+        + _entity_rows(extra.entities, keep=found, namespace=namespace)  # document graph
     )
     progress.advance()
     mentions.update((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
     writer.upsert_mentions(mentions)
     progress.advance()
-    counts = writer.upsert_relations(_relations(facts, keys, entity_of))
+    counts = writer.upsert_relations(_relations(facts, keys, entity_of, namespace))
     summary.relations_created = counts.relationships_created
     summary.relations_updated = counts.relations_written - counts.relationships_created
     summary.relations_closed = counts.relations_closed
@@ -658,7 +660,10 @@ def _chunk_rows(plan: _Plan, chunks: list[Chunk], chunk_embedder: Embedder) -> l
 
 
 def _entity_rows(
-    resolution: Resolution | list[ResolvedEntity], keep: set[str] | None = None
+    resolution: Resolution | list[ResolvedEntity],
+    keep: set[str] | None = None,
+    *,
+    namespace: str = "",
 ) -> list[EntityRow]:
     """Rows of the resolution's entities that mentions use (or of ``keep`` in a list)."""
     if isinstance(resolution, Resolution):
@@ -673,6 +678,7 @@ def _entity_rows(
             e.description,
             tuple(e.aliases),
             list(e.embedding) if e.embedding is not None else None,
+            namespace,
         )
         for e in entities
         if e.id in used
@@ -827,7 +833,10 @@ def _mentions(facts: list[ChunkFacts]) -> tuple[list[Mention], list[tuple[str, i
 
 
 def _relations(
-    facts: list[ChunkFacts], keys: list[tuple[str, int]], entity_of: dict[tuple[str, int], str]
+    facts: list[ChunkFacts],
+    keys: list[tuple[str, int]],
+    entity_of: dict[tuple[str, int], str],
+    namespace: str = "",
 ) -> list[RelationRow]:
     rows: list[RelationRow] = []
     for fact in facts:
@@ -853,6 +862,7 @@ def _relations(
                     valid_from=rel.valid_from,
                     valid_to=rel.valid_to,
                     chunk_ids=(fact.chunk_id,),
+                    namespace=namespace,
                 )
             )
     return rows

@@ -40,7 +40,7 @@ from api.auth import (
     key_matches,
 )
 from api.serving import uvicorn_options
-from kg import AsyncKnowledgeGraph, Settings, current_client
+from kg import AsyncKnowledgeGraph, Settings, bound_namespaces, current_client
 from kg.redact import settings_secrets
 from kg_mcp.server import build_server
 
@@ -124,9 +124,12 @@ class HttpGuard:
         if replay is None:
             return
         client = self.policy.client_id(access, authorization, scope.get("client"))
+        namespaces = self.policy.namespaces_of(authorization)
         token_var = current_client.set(client)
         try:
-            await self.app(scope, replay, send)
+            # A scoped key's tools keep to its namespaces (kg/scope.py), as over REST.
+            with bound_namespaces(namespaces):
+                await self.app(scope, replay, send)
         finally:
             current_client.reset(token_var)
 

@@ -59,7 +59,7 @@ MATCH (d:Document {id: row.document_id})
 MERGE (c:Chunk {id: row.id})
 SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256,
     c.document_id = row.document_id, c.embedding = row.embedding, c.title = row.title,
-    c.language = row.language
+    c.language = row.language, c.namespace = d.source
 REMOVE c:ChunkEn:ChunkRu
 SET c:$(row.label)
 MERGE (c)-[:PART_OF]->(d)
@@ -72,25 +72,42 @@ MATCH (b:Chunk {id: row.next})
 MERGE (a)-[:NEXT]->(b)
 """
 
+# Each alias, and the description, remembers the namespace whose text gave it
+# (alias_sources runs parallel to aliases; description_source): a caller scoped to other
+# namespaces never sees them, and forgetting that namespace removes them (graph model 7).
 _UPSERT_ENTITIES: LiteralString = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now,
-    e.aliases = row.aliases, e.description = row.description, e.embedding = row.embedding
-ON MATCH SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
-        CASE WHEN a IN acc OR size(acc) >= $max_aliases THEN acc ELSE acc + a END),
+    e.description = row.description, e.embedding = row.embedding,
+    e.description_source = CASE WHEN coalesce(row.description, '') = '' THEN null
+                                ELSE row.namespace END
+ON MATCH SET
+    e.description_source = CASE
+        WHEN coalesce(e.description, '') = '' AND coalesce(row.description, '') <> ''
+        THEN row.namespace ELSE e.description_source END,
     e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
                          ELSE e.description END,
     e.embedding = coalesce(row.embedding, e.embedding)
+WITH e, row, reduce(
+    acc = {aliases: coalesce(e.aliases, []),
+           sources: coalesce(e.alias_sources, [x IN coalesce(e.aliases, []) | ''])},
+    a IN row.aliases |
+    CASE WHEN a IN acc.aliases OR size(acc.aliases) >= $max_aliases THEN acc
+         ELSE {aliases: acc.aliases + a, sources: acc.sources + row.namespace} END) AS merged
+SET e.aliases = merged.aliases, e.alias_sources = merged.sources
 WITH e, row WHERE row.label IS NOT NULL AND e.type = row.type
 SET e:$(row.label)
 """
 
+# An entity's namespaces are those of the chunks that mention it (graph model 7).
 _UPSERT_MENTIONS: LiteralString = """
 UNWIND $rows AS row
 MATCH (c:Chunk {id: row.chunk_id})
 MATCH (e:Entity {id: row.entity_id})
 MERGE (c)-[:MENTIONS]->(e)
+WITH c, e WHERE c.namespace IS NOT NULL AND NOT c.namespace IN coalesce(e.namespaces, [])
+SET e.namespaces = coalesce(e.namespaces, []) + c.namespace
 """
 
 _MATCH_ENDS: LiteralString = """
@@ -103,6 +120,9 @@ MATCH (b:Entity {id: row.target})
 _SET_RELATION: LiteralString = """
 ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
 ON MATCH SET
+    r.description_source = CASE WHEN coalesce(r.description, '') = ''
+                                THEN row.props.description_source
+                                ELSE r.description_source END,
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
                          ELSE r.description END,
     r.weight = CASE WHEN row.props.weight > r.weight THEN row.props.weight ELSE r.weight END,
@@ -110,6 +130,10 @@ ON MATCH SET
                    + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
     r.validTo = coalesce(row.props.validTo, r.validTo),
     r.last_seen = $now
+WITH a, r, b, row
+SET r.namespaces = reduce(acc = coalesce(r.namespaces, []), ns IN COLLECT {
+        UNWIND row.props.chunk_ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.namespace
+    } | CASE WHEN ns IN acc THEN acc ELSE acc + ns END)
 """
 
 # The relation's fact (kg/graph/facts.py) follows it in the same transaction: provenance and
@@ -118,7 +142,7 @@ ON MATCH SET
 _SYNC_FACT: LiteralString = """
 WITH a, r, b
 OPTIONAL MATCH (f:Fact {id: r.key})
-SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo
+SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo, f.namespaces = r.namespaces
 WITH a, r, b WHERE f IS NULL
 RETURN r.key AS key, a.id AS subject_id, a.name AS subject, r.predicate AS predicate,
        b.id AS object_id, b.name AS object
@@ -198,9 +222,14 @@ UNWIND $ids AS doc_id
 MATCH (c:Chunk {document_id: doc_id})-[:MENTIONS]->(e:Entity)-[r]-(:Entity)
 WITH DISTINCT r, collect(DISTINCT c.id) AS gone
 SET r.chunk_ids = [x IN r.chunk_ids WHERE NOT x IN gone]
+SET r.namespaces = COLLECT {
+    MATCH (k:Chunk) WHERE k.id IN r.chunk_ids AND NOT k.id IN gone RETURN DISTINCT k.namespace
+}
+SET r.description = CASE WHEN coalesce(r.description_source, '') IN r.namespaces
+                         THEN r.description ELSE '' END
 WITH r
 OPTIONAL MATCH (f:Fact {id: r.key})
-SET f.chunk_ids = r.chunk_ids
+SET f.chunk_ids = r.chunk_ids, f.namespaces = r.namespaces
 WITH r, f WHERE size(r.chunk_ids) = 0
 DETACH DELETE f
 DELETE r
@@ -222,6 +251,19 @@ MATCH (e:Entity {id: entity_id})
 WHERE NOT EXISTS { (e)-[r]-() WHERE type(r) <> 'IN_COMMUNITY' }
 DETACH DELETE e
 RETURN count(*) AS deleted
+"""
+
+# What stays of an entity a removal touched is scoped by the chunks still mentioning it.
+# Aliases and a description that came from a namespace the entity is no longer in go with it.
+_RESCOPE_ENTITIES: LiteralString = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {id: entity_id})
+SET e.namespaces = COLLECT { MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN DISTINCT c.namespace }
+WITH e, [i IN range(0, size(coalesce(e.aliases, [])) - 1)
+         WHERE coalesce(e.alias_sources[i], '') IN e.namespaces] AS kept
+SET e.aliases = [i IN kept | e.aliases[i]], e.alias_sources = [i IN kept | e.alias_sources[i]],
+    e.description = CASE WHEN coalesce(e.description_source, '') IN e.namespaces
+                         THEN e.description ELSE '' END
 """
 
 _DELETE_DOCUMENTS: LiteralString = """
@@ -282,6 +324,7 @@ class EntityRow:
     description: str = ""
     aliases: tuple[str, ...] = ()
     embedding: list[float] | None = None
+    namespace: str = ""  # whose text gave the aliases and description (graph model 7)
 
 
 @dataclass(frozen=True)
@@ -296,6 +339,7 @@ class RelationRow:
     valid_from: date | datetime | None = None
     valid_to: date | datetime | None = None
     chunk_ids: tuple[str, ...] = ()
+    namespace: str = ""  # whose text gave the description (graph model 7)
 
     @property
     def key(self) -> str:
@@ -459,6 +503,7 @@ class GraphWriter:
                 "description": e.description,
                 "aliases": self._bounded_aliases(e.aliases),
                 "embedding": e.embedding,
+                "namespace": e.namespace,
             }
             for e in entities
         ]
@@ -486,6 +531,7 @@ class GraphWriter:
                         "validFrom": r.valid_from,
                         "validTo": r.valid_to,
                         "chunk_ids": list(r.chunk_ids),
+                        "description_source": r.namespace if r.description else None,
                     },
                 }
             )
@@ -588,6 +634,7 @@ class GraphWriter:
             for ids in _batches(touched, self.batch_size):
                 deleted = self._write(_DELETE_ORPHANS, ids, key="ids")
                 counts.entities_deleted += sum(int(r["deleted"]) for r in deleted)
+                self._write(_RESCOPE_ENTITIES, ids, key="ids")
         return counts
 
     def delete_documents(self, document_ids: Sequence[str]) -> WriteCounts:
@@ -738,5 +785,6 @@ def _merge_duplicates(relations: Sequence[RelationRow], max_chunk_ids: int) -> l
             valid_from=seen.valid_from,
             valid_to=seen.valid_to or rel.valid_to,
             chunk_ids=tuple(dict.fromkeys(seen.chunk_ids + rel.chunk_ids))[:max_chunk_ids],
+            namespace=seen.namespace if seen.description else rel.namespace,
         )
     return list(folded.values())
