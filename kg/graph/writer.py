@@ -226,7 +226,9 @@ SET r.namespaces = COLLECT {
     MATCH (k:Chunk) WHERE k.id IN r.chunk_ids AND NOT k.id IN gone RETURN DISTINCT k.namespace
 }
 SET r.description = CASE WHEN coalesce(r.description_source, '') IN r.namespaces
-                         THEN r.description ELSE '' END
+                         THEN r.description ELSE '' END,
+    r.description_source = CASE WHEN coalesce(r.description_source, '') IN r.namespaces
+                                THEN r.description_source END
 WITH r
 OPTIONAL MATCH (f:Fact {id: r.key})
 SET f.chunk_ids = r.chunk_ids, f.namespaces = r.namespaces
@@ -263,7 +265,9 @@ WITH e, [i IN range(0, size(coalesce(e.aliases, [])) - 1)
          WHERE coalesce(e.alias_sources[i], '') IN e.namespaces] AS kept
 SET e.aliases = [i IN kept | e.aliases[i]], e.alias_sources = [i IN kept | e.alias_sources[i]],
     e.description = CASE WHEN coalesce(e.description_source, '') IN e.namespaces
-                         THEN e.description ELSE '' END
+                         THEN e.description ELSE '' END,
+    e.description_source = CASE WHEN coalesce(e.description_source, '') IN e.namespaces
+                                THEN e.description_source END
 """
 
 _DELETE_DOCUMENTS: LiteralString = """
