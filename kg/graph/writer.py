@@ -100,14 +100,20 @@ WITH e, row WHERE row.label IS NOT NULL AND e.type = row.type
 SET e:$(row.label)
 """
 
-# An entity's namespaces are those of the chunks that mention it (graph model 7).
+# One row per entity with the chunks that mention it. An entity's namespaces are those of the
+# chunks that mention it (graph model 7), added once per row: two rows of one entity in a
+# statement would each read the list as it was before either wrote.
 _UPSERT_MENTIONS: LiteralString = """
 UNWIND $rows AS row
-MATCH (c:Chunk {id: row.chunk_id})
 MATCH (e:Entity {id: row.entity_id})
-MERGE (c)-[:MENTIONS]->(e)
-WITH c, e WHERE c.namespace IS NOT NULL AND NOT c.namespace IN coalesce(e.namespaces, [])
-SET e.namespaces = coalesce(e.namespaces, []) + c.namespace
+CALL (e, row) {
+  UNWIND row.chunk_ids AS chunk_id
+  MATCH (c:Chunk {id: chunk_id})
+  MERGE (c)-[:MENTIONS]->(e)
+  RETURN collect(DISTINCT c.namespace) AS names
+}
+SET e.namespaces = reduce(acc = coalesce(e.namespaces, []), n IN names |
+    CASE WHEN n IN acc THEN acc ELSE acc + n END)
 """
 
 _MATCH_ENDS: LiteralString = """
@@ -189,7 +195,8 @@ UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})-[r]->(b:Entity)
 WHERE r.predicate = row.predicate AND r.validTo IS NULL
 RETURN row.source AS source, row.predicate AS predicate, elementId(r) AS rel, b.id AS target,
-       r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key
+       r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key,
+       coalesce(r.namespaces, []) AS namespaces
 """
 
 _CLOSE_EDGES: LiteralString = """
@@ -514,8 +521,24 @@ class GraphWriter:
         return self._batched(_UPSERT_ENTITIES, rows)
 
     def upsert_mentions(self, pairs: Iterable[tuple[str, str]]) -> WriteCounts:
-        rows = [{"chunk_id": c, "entity_id": e} for c, e in sorted(set(pairs))]
-        return self._batched(_UPSERT_MENTIONS, rows)
+        """MENTIONS links, about ``batch_size`` of them per transaction, one row per entity
+        in each (an entity with more chunks than a batch spans several transactions)."""
+        chunks: dict[str, list[str]] = {}
+        for chunk_id, entity_id in sorted(set(pairs)):
+            chunks.setdefault(entity_id, []).append(chunk_id)
+        counts = WriteCounts()
+        batch: list[dict[str, Any]] = []
+        size = 0
+        for entity_id, ids in chunks.items():
+            for part in _batches(ids, self.batch_size):
+                if batch and size + len(part) > self.batch_size:
+                    counts.add(self._batched(_UPSERT_MENTIONS, batch))
+                    batch, size = [], 0
+                batch.append({"entity_id": entity_id, "chunk_ids": part})
+                size += len(part)
+        if batch:
+            counts.add(self._batched(_UPSERT_MENTIONS, batch))
+        return counts
 
     def upsert_relations(self, relations: Sequence[RelationRow]) -> WriteCounts:
         """Merge relations (re-asserting updates provenance), then close superseded ones."""
@@ -617,7 +640,14 @@ class GraphWriter:
             first_seen = r["first_seen"].to_native() if r["first_seen"] is not None else None
             valid_from = r["valid_from"].to_native() if r["valid_from"] is not None else None
             groups.setdefault((r["source"], r["predicate"]), []).append(
-                OpenEdge(r["rel"], r["target"], r["key"], valid_from, first_seen)
+                OpenEdge(
+                    r["rel"],
+                    r["target"],
+                    r["key"],
+                    valid_from,
+                    first_seen,
+                    frozenset(r["namespaces"]),
+                )
             )
         closing = [
             {"rel": old.rel, "valid_to": new_from, "closed_by": by}
@@ -715,6 +745,13 @@ class OpenEdge:
     key: str
     valid_from: date | datetime | None
     first_seen: datetime | None
+    # Only a fact of a namespace the edge shares closes it (empty: a graph before model 7)
+    namespaces: frozenset[str] = frozenset()
+
+    def shares(self, other: OpenEdge) -> bool:
+        return (
+            not self.namespaces or not other.namespaces or bool(self.namespaces & other.namespaces)
+        )
 
 
 def _day(value: date | datetime) -> date:
@@ -728,7 +765,8 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
     validFrom; a dated edge is closed by the next dated edge (by validFrom) with another target;
     an undated edge is closed by the earliest dated edge with another target that was learned
     no earlier than it (first_seen). Edges to the same target never close each other; kg never
-    invents a date.
+    invents a date. A fact closes only edges it shares a namespace with: one corpus never
+    ends another's facts.
     """
     dated = sorted(
         (e for e in edges if e.valid_from is not None),
@@ -739,7 +777,11 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
         assert old.valid_from is not None
         for new in dated[i + 1 :]:
             assert new.valid_from is not None
-            if new.target != old.target and _day(new.valid_from) > _day(old.valid_from):
+            if (
+                new.target != old.target
+                and _day(new.valid_from) > _day(old.valid_from)
+                and new.shares(old)
+            ):
                 result.append((old, new.valid_from, new.key))
                 break
     for old in (e for e in edges if e.valid_from is None):
@@ -748,7 +790,7 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
             learned_later = (
                 old.first_seen is None or new.first_seen is None or new.first_seen >= old.first_seen
             )
-            if new.target != old.target and learned_later:
+            if new.target != old.target and learned_later and new.shares(old):
                 result.append((old, new.valid_from, new.key))
                 break
     return result
