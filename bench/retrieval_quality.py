@@ -642,7 +642,17 @@ def main() -> None:
         help="scopes (docs/search.md): ingest each set into namespace 'dev', then SET into "
         "namespace 'other', and search with namespaces=['dev'] (baselines see both)",
     )
+    parser.add_argument(
+        "--scope-overfetch",
+        type=int,
+        help="with --scoped-with: candidates asked of an index per one kept (default "
+        "kg.cypher.params.SCOPE_OVERFETCH)",
+    )
     args = parser.parse_args()
+    if args.scope_overfetch:
+        import kg.cypher.params
+
+        kg.cypher.params.SCOPE_OVERFETCH = args.scope_overfetch
     chosen = [s.strip() for s in args.sets.split(",") if s.strip()]
     if unknown := set(chosen) - set(SET_NAMES):
         parser.error(f"--sets: unknown {sorted(unknown)}; choose from {SET_NAMES}")

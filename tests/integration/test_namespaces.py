@@ -548,6 +548,42 @@ def test_a_bound_caller_cannot_widen_its_scope(corpus: Corpus) -> None:
     asyncio.run(run())
 
 
+# -- the CLI -------------------------------------------------------------------------------------
+
+
+def _kg(corpus: Corpus, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(corpus.settings, KG_SEARCH__QUERY_TIMEOUT_S="60"),
+        cwd=REPO,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_the_cli_lists_scopes_and_forgets(corpus: Corpus) -> None:
+    listed = _kg(corpus, "namespaces", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {n["namespace"] for n in json.loads(listed.stdout)} == {"alpha", "beta"}
+    table = _kg(corpus, "namespaces")
+    assert "alpha" in table.stdout
+    assert "beta" in table.stdout
+    found = _kg(corpus, "search", QUESTION, "--mode", "text", "--namespace", "alpha", "--json")
+    assert found.returncode == 0, found.stderr
+    _clean_of_beta(json.loads(found.stdout))
+    both = _kg(corpus, "search", QUESTION, "--mode", "text", "--namespace", "alpha",
+               "--namespace", "beta", "--json")  # fmt: skip
+    assert "vault.md" in both.stdout
+    bad = _kg(corpus, "search", QUESTION, "--namespace", "")
+    assert bad.returncode == 2
+    assert "--namespace" in bad.stderr
+    nothing = _kg(corpus, "forget", "--namespace", "gamma", "--json")
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout)["documents"] == 0
+
+
 # -- migrate and forget (they change the graph: last) -------------------------------------------
 
 
