@@ -26,6 +26,7 @@ from api.middleware import EdgeMiddleware
 from api.openapi import render_once
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
+from api.routes.namespaces import NamespaceController
 from api.routes.questions import QuestionController
 from api.routes.routed import RoutedSearchController
 from api.routes.search import SearchController
@@ -71,6 +72,7 @@ def openapi_config() -> OpenAPIConfig:
             Tag(name="search", description="Local GraphRAG search."),
             Tag(name="entities", description="Entities and their neighbourhoods."),
             Tag(name="templates", description="Named, read-only Cypher templates."),
+            Tag(name="namespaces", description="The document sources the graph holds."),
             Tag(name="questions", description="Answers with citations; questions to templates."),
             Tag(name="health", description="Liveness of the API and Neo4j."),
         ],
@@ -117,6 +119,7 @@ def create_app(
             EntityController,
             TemplateController,
             QuestionController,
+            NamespaceController,
             HealthController,
         ],
         dependencies={

@@ -24,7 +24,11 @@ itself a trusted proxy (the one the outermost trusted proxy saw; what a client w
 left is its own claim, and ignored). No other forwarded header is read.
 
 Keys are compared in constant time against *every* configured key, so timing reveals neither
-which key nearly matched nor how many there are. ``/health`` and the OpenAPI pages stay open:
+which key nearly matched nor how many there are. A key may be bound to namespaces
+(``KG_API__API_KEYS=key::ns1|ns2``, kg/settings.py ``ApiKey``): the middleware binds every
+request made with it to them (``kg.bound_namespaces``), so the library refuses any other
+namespace (403 naming it) and keeps every read to them; an unscoped key reads the whole graph.
+``/health`` and the OpenAPI pages stay open:
 they carry no graph data, and orchestrators and humans need them without a key.
 """
 
@@ -36,17 +40,16 @@ import ipaddress
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from litestar.connection import ASGIConnection
 from litestar.exceptions import HTTPException, NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 from litestar.types import Guard
-from pydantic import SecretStr
 
 from kg.errors import ConfigError
-from kg.settings import ApiSettings
+from kg.settings import ApiKey, ApiSettings
 
 logger = logging.getLogger("kg.api")
 
@@ -95,7 +98,13 @@ def auth_required(api: ApiSettings) -> bool:
     return has_keys(api.api_keys) or not is_loopback(api.host)
 
 
-def has_keys(keys: Sequence[SecretStr]) -> bool:
+class Secret(Protocol):
+    """A configured key: a ``SecretStr`` or an :class:`~kg.settings.ApiKey`."""
+
+    def get_secret_value(self) -> str: ...
+
+
+def has_keys(keys: Sequence[Secret]) -> bool:
     return any(k.get_secret_value() for k in keys)
 
 
@@ -128,7 +137,7 @@ class Access:
 class AccessPolicy:
     """The per-request decision, from the settings and the connection's local address."""
 
-    keys: tuple[SecretStr, ...]
+    keys: tuple[Secret, ...]
     require_auth: bool | None = None
     host: str = "127.0.0.1"
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
@@ -159,6 +168,15 @@ class AccessPolicy:
                 "to 127.0.0.1"
             )
         return Access(key_required=required, local=local, refusal=refusal)
+
+    def namespaces_of(self, authorization: str | None) -> tuple[str, ...] | None:
+        """The namespaces the presented key is bound to; None for an unscoped key, no key or
+        an invalid one (refused before any read when a key is required)."""
+        token = bearer_token(authorization)
+        if token is None:
+            return None
+        key = matching_key(token, self.keys)
+        return key.namespaces if isinstance(key, ApiKey) else None
 
     def host_allowed(self, host_header: str | None) -> bool:
         """Whether a ``Host`` value names this machine's loopback (or an allowed name)."""
@@ -237,14 +255,20 @@ def host_name(value: str) -> str | None:
     return name
 
 
-def key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
+def key_matches(presented: str, keys: Sequence[Secret]) -> bool:
     """Constant-time comparison against all keys; never short-circuits on the first match."""
+    return matching_key(presented, keys) is not None
+
+
+def matching_key(presented: str, keys: Sequence[Secret]) -> Secret | None:
+    """The key ``presented`` equals, compared in constant time against every key."""
     token = presented.encode("utf-8")
-    matched = False
+    found: Secret | None = None
     for key in keys:
         secret = key.get_secret_value().encode("utf-8")
-        matched |= bool(secret) and hmac.compare_digest(token, secret)
-    return matched
+        if bool(secret) & hmac.compare_digest(token, secret):
+            found = key
+    return found
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -6,6 +6,7 @@ so neither a stack trace nor a Neo4j credential can reach a client.
 
     QueryRejected, ValidationException   422  names each field and why
     NotFoundError, unknown route          404
+    ScopeDenied (namespace outside a key) 403  names the namespace (kg/scope.py)
     QueryTimeout, server tx timeout       504
     ExtractionError (the LLM failed)      502  /answer and /query
     ClientBusy (per-client cap)           429  Retry-After 1
@@ -33,6 +34,7 @@ from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import (
     HTTP_400_BAD_REQUEST,
+    HTTP_403_FORBIDDEN,
     HTTP_404_NOT_FOUND,
     HTTP_413_REQUEST_ENTITY_TOO_LARGE,
     HTTP_422_UNPROCESSABLE_ENTITY,
@@ -53,6 +55,7 @@ from kg.errors import (
     Overloaded,
     QueryRejected,
     QueryTimeout,
+    ScopeDenied,
     StoreError,
 )
 from kg.redact import scrub, settings_secrets
@@ -125,6 +128,10 @@ def classify(exc: BaseException) -> tuple[ErrorBody, dict[str, str]]:
         return _body(HTTP_422_UNPROCESSABLE_ENTITY, str(exc), errors), {}
     if isinstance(exc, NotFoundError):
         return _body(HTTP_404_NOT_FOUND, str(exc)), {}
+    if isinstance(exc, ScopeDenied):
+        return _body(
+            HTTP_403_FORBIDDEN, str(exc), [FieldError(field="namespaces", reason=str(exc))]
+        ), {}
     if isinstance(exc, QueryTimeout) or (isinstance(exc, Neo4jError) and _is_timeout(exc)):
         return _body(HTTP_504_GATEWAY_TIMEOUT, TIMEOUT_DETAIL), {}
     if isinstance(exc, ExtractionError):

@@ -12,6 +12,9 @@ unknown routes included:
   else the client address: ``X-Forwarded-For``'s when the peer is one of
   ``KG_API__TRUSTED_PROXIES``, see api/auth.py) for the request, so admission control can
   share query slots fairly.
+- **Scope**: binds the request to the namespaces of the key it presents
+  (:func:`kg.bound_namespaces`; ``KG_API__API_KEYS=key::ns1|ns2``), so every read the request
+  makes keeps to them and a request for another namespace is refused (403 naming it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from litestar.exceptions import HTTPException
 from litestar.status_codes import HTTP_408_REQUEST_TIMEOUT
 
 from api.auth import AccessPolicy
-from kg import current_client
+from kg import bound_namespaces, current_client
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -107,9 +110,11 @@ class EdgeMiddleware:
             scope.get("client"),
             _headers(scope, b"x-forwarded-for"),
         )
+        namespaces = self.policy.namespaces_of(_header(scope, b"authorization"))
         token = current_client.set(client)
         try:
-            await self.app(scope, self._bounded(receive), send)
+            with bound_namespaces(namespaces):
+                await self.app(scope, self._bounded(receive), send)
         finally:
             current_client.reset(token)
 

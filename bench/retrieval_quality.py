@@ -78,6 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kg.client import KnowledgeGraph, search_service
 from kg.graph.driver import open_async_driver, open_driver
 from kg.resolve.embed import make_chunk_embedder
+from kg.scope import scoped
 from kg.search.global_models import RoutedRequest
 from kg.search.models import SearchRequest
 from kg.search.routed import routed_search
@@ -137,8 +138,23 @@ class Result:
 # -- data --------------------------------------------------------------------------------------
 
 
+#: ``--scoped-with``: the namespace the next ingests go to (None: each set's own).
+INGEST_NAMESPACE: list[str] = []
+
+
+def ingest_into(namespace: str, dev: DevSet, settings: Settings) -> str:
+    """``dev``'s corpus ingested into ``namespace``."""
+    INGEST_NAMESPACE[:] = [namespace]
+    try:
+        return dev.ingest(settings)
+    finally:
+        INGEST_NAMESPACE.clear()
+
+
 def ingest_folder(settings: Settings, folder: Path | str, **options: Any) -> str:
     started = time.perf_counter()
+    if INGEST_NAMESPACE:
+        options["namespace"] = INGEST_NAMESPACE[0]
     with KnowledgeGraph(settings) as graph:
         s = graph.ingest(folder, **options)
     assert not s.import_errors, s.import_errors
@@ -357,7 +373,11 @@ def wipe(settings: Settings) -> None:
 
 
 async def run_kg(
-    settings: Settings, questions: list[Question], modes: Sequence[str], depth: int
+    settings: Settings,
+    questions: list[Question],
+    modes: Sequence[str],
+    depth: int,
+    namespaces: list[str] | None = None,
 ) -> dict[str, tuple[list[list[Hit]], list[float]]]:
     driver = open_async_driver(settings.neo4j)
     out: dict[str, tuple[list[list[Hit]], list[float]]] = {}
@@ -369,16 +389,19 @@ async def run_kg(
             for q in questions:
                 started = time.perf_counter()
                 if mode == "auto":
-                    routed = await routed_search(
-                        service,
-                        settings,
-                        RoutedRequest(query=q.text, mode="auto", depth=depth, limit=LIMIT),
+                    routed_req = RoutedRequest(
+                        query=q.text, mode="auto", depth=depth, limit=LIMIT, namespaces=namespaces
                     )
+                    with scoped(namespaces):
+                        routed = await routed_search(service, settings, routed_req)
                     chunks = routed.local.chunks if routed.local is not None else []
                     routes[routed.mode] = routes.get(routed.mode, 0) + 1
                 else:
-                    req = SearchRequest(query=q.text, mode=mode, depth=depth, limit=LIMIT)
-                    chunks = (await service.local_search(req)).chunks
+                    req = SearchRequest(
+                        query=q.text, mode=mode, depth=depth, limit=LIMIT, namespaces=namespaces
+                    )
+                    with scoped(namespaces):
+                        chunks = (await service.local_search(req)).chunks
                 times.append((time.perf_counter() - started) * 1000)
                 hits.append([Hit(c.document_path, c.text) for c in chunks])
             out[mode] = (hits, times)
@@ -613,7 +636,23 @@ def main() -> None:
     parser.add_argument("--uri", help="an existing Neo4j (its database is wiped)")
     parser.add_argument("--password")
     parser.add_argument("--json", help="also write inputs and figures to this file")
+    parser.add_argument(
+        "--scoped-with",
+        metavar="SET",
+        help="scopes (docs/search.md): ingest each set into namespace 'dev', then SET into "
+        "namespace 'other', and search with namespaces=['dev'] (baselines see both)",
+    )
+    parser.add_argument(
+        "--scope-overfetch",
+        type=int,
+        help="with --scoped-with: candidates asked of an index per one kept (default "
+        "kg.cypher.params.SCOPE_OVERFETCH)",
+    )
     args = parser.parse_args()
+    if args.scope_overfetch:
+        import kg.cypher.params
+
+        kg.cypher.params.SCOPE_OVERFETCH = args.scope_overfetch
     chosen = [s.strip() for s in args.sets.split(",") if s.strip()]
     if unknown := set(chosen) - set(SET_NAMES):
         parser.error(f"--sets: unknown {sorted(unknown)}; choose from {SET_NAMES}")
@@ -631,10 +670,18 @@ def main() -> None:
         settings = with_overrides(base, args.search)
         recorded = inputs(sets, settings, args)
         print(json.dumps(recorded, indent=1, ensure_ascii=False), flush=True)
+        scope: list[str] | None = None
         for dev in sets:
             wipe(settings)
-            print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
-            runs = asyncio.run(run_kg(settings, dev.questions, modes, args.depth))
+            if args.scoped_with:
+                print(f"[{dev.name}] ingest: {ingest_into('dev', dev, settings)}", flush=True)
+                other = makers[args.scoped_with]()[0]
+                print(f"[{dev.name}] + {other.name} as 'other': "
+                      f"{ingest_into('other', other, settings)}", flush=True)  # fmt: skip
+                scope = ["dev"]
+            else:
+                print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
+            runs = asyncio.run(run_kg(settings, dev.questions, modes, args.depth, scope))
             if not args.no_baselines:
                 runs |= baselines(settings, dev.questions)
             for system, (hits, times) in runs.items():

@@ -36,6 +36,9 @@ def ask(
     depth: int = 2,
     as_of: str | None = None,
     limit: int = 10,
+    namespace: Annotated[
+        list[str] | None, Parameter(name="--namespace", consume_multiple=False)
+    ] = None,
     json_output: Annotated[bool, Parameter(name="--json", negative=())] = False,
 ) -> int:
     """Answer a question from the graph, citing the chunks and relations it rests on.
@@ -55,10 +58,14 @@ def ask(
         Most chunks and relations of context (each).
     as_of
         Answer as of this date or datetime (ISO 8601).
+    namespace
+        Only this namespace (a `kg ingest --namespace` name, or an ingested folder's absolute
+        path; `kg namespaces` lists them); repeat for several.
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
-    raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit}
+    raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit,
+           "namespaces": namespace}  # fmt: skip
     return run_and_print(
         lambda: asyncio.run(_ask(Settings(), raw)),
         json_output=json_output,

@@ -40,6 +40,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "each document is written again in the new form. Exit code 0 when the graph is current.",
     ),
     "communities": ("cli.communities_cmd:app", "Communities of entities and their reports."),
+    "namespaces": (
+        "cli.namespaces_cmd:namespaces",
+        "List the namespaces (document sources) with their counts.\n\n"
+        "A namespace is the name given to `kg ingest --namespace`, else the ingested folder's "
+        "absolute path. `kg search --namespace NAME` keeps a search to it; `kg forget "
+        "--namespace NAME` removes it.",
+    ),
+    "forget": (
+        "cli.forget_cmd:forget",
+        "Remove a namespace and what only it supported (safe to run again).\n\n"
+        "Its documents, chunks, the facts only it supported, and the entities left with no "
+        "mention and no fact go; other namespaces keep everything of theirs. Community reports "
+        "built from the namespace go too: run `kg communities build` again afterwards.",
+    ),
     "search": (
         "cli.search_cmd:search",
         "Answer a question from the graph: entities, relations and the chunks behind them.",

@@ -28,6 +28,9 @@ def query(
     question: str,
     /,
     *,
+    namespace: Annotated[
+        list[str] | None, Parameter(name="--namespace", consume_multiple=False)
+    ] = None,
     json_output: Annotated[bool, Parameter(name="--json", negative=())] = False,
 ) -> int:
     """Run a question as one of the read-only templates; the LLM never writes Cypher.
@@ -39,11 +42,14 @@ def query(
     ----------
     question
         The question, in plain words (e.g. "Who owned AuthService in 2023?").
+    namespace
+        Only this namespace (a `kg ingest --namespace` name, or an ingested folder's absolute
+        path; `kg namespaces` lists them); repeat for several.
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
     return run_and_print(
-        lambda: asyncio.run(_query(Settings(), question)),
+        lambda: asyncio.run(_query(Settings(), question, namespace)),
         json_output=json_output,
         show=_print,
         invalid=_rejected,
@@ -57,10 +63,10 @@ def _rejected(exc: QueryRejected) -> int:
     return EXIT_INVALID
 
 
-async def _query(settings: Settings, question: str) -> QueryResponse:
+async def _query(settings: Settings, question: str, namespaces: list[str] | None) -> QueryResponse:
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
-        return await graph.query(question)
+        return await graph.query(question, namespaces=namespaces)
 
 
 def _print(response: QueryResponse) -> None:

@@ -38,10 +38,11 @@ def routed(
     as_of: str | None,
     relation_type: list[str] | None,
     json_output: bool,
+    namespace: list[str] | None = None,
 ) -> int:
     """Validate, search through the library surface, print; the exit code."""
     raw = {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
-           "relation_types": relation_type}  # fmt: skip
+           "relation_types": relation_type, "namespaces": namespace}  # fmt: skip
 
     def run() -> RoutedResponse:
         request = validated(RoutedRequest, raw, "search")
@@ -79,6 +80,8 @@ def _invalid(errors: list[dict[str, str]]) -> int:
             name = "query"
         elif field.startswith("relation_types"):
             name = "--relation-type"
+        elif field.startswith("namespaces"):
+            name = "--namespace"
         else:
             name = "--" + field.replace("_", "-")
         err_console.print(labelled(f"invalid {name}:", "bold red", error["reason"]))

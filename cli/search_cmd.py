@@ -27,6 +27,9 @@ def search(
     relation_type: Annotated[
         list[str] | None, Parameter(name="--relation-type", consume_multiple=False)
     ] = None,
+    namespace: Annotated[
+        list[str] | None, Parameter(name="--namespace", consume_multiple=False)
+    ] = None,
     json_output: Annotated[bool, Parameter(name="--json", negative=())] = False,
 ) -> int:
     """Answer a question from the graph: entities, relations and the chunks behind them.
@@ -48,8 +51,11 @@ def search(
         Count only relations valid at this date or datetime (ISO 8601); default now.
     relation_type
         Only expand through this relationship type; repeat for several.
+    namespace
+        Search only this namespace (a `kg ingest --namespace` name, or an ingested folder's
+        absolute path; `kg namespaces` lists them); repeat for several.
     json_output
         Print the response as JSON: POST /search's body for every mode (mode, reason, and
         `local`, POST /search/local's body, or `global_search`).
     """
-    return routed(query, mode, depth, limit, as_of, relation_type, json_output)
+    return routed(query, mode, depth, limit, as_of, relation_type, json_output, namespace)

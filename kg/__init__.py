@@ -41,15 +41,18 @@ if TYPE_CHECKING:
         NotFoundError,
         QueryRejected,
         QueryTimeout,
+        ScopeDenied,
         StoreError,
         StoreUnavailable,
     )
     from kg.graph.migrate import MigrationReport
+    from kg.graph.namespaces import ForgetReport
     from kg.graph.schema import SchemaReport
     from kg.ingest import IngestSummary, Progress
     from kg.instants import AsOf
     from kg.localserver import LocalNeo4j, ServerStatus, local_server
     from kg.resolve.vectors import Embedder
+    from kg.scope import bound_namespaces
     from kg.search.global_models import (
         GlobalSearchRequest,
         GlobalSearchResponse,
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
         MIN_DEPTH,
         EntityDetail,
         Mode,
+        NamespaceInfo,
         Neighborhood,
         SearchBackend,
         SearchRequest,
@@ -86,16 +90,18 @@ _HOME = {
     **_homes("kg.localserver", "LocalNeo4j ServerStatus local_server"),
     **_homes("kg.ingest", "IngestSummary Progress"),
     **_homes("kg.graph.migrate", "MigrationReport"),
+    **_homes("kg.graph.namespaces", "ForgetReport"),
+    **_homes("kg.scope", "bound_namespaces"),
     **_homes("kg.graph.schema", "SchemaReport"),
     **_homes("kg.communities.build", "CommunityBuildSummary"),
     **_homes("kg.resolve.vectors", "Embedder"),
     **_homes("kg.instants", "AsOf"),
     **_homes("kg.settings", "Settings"),
     **_homes("kg.errors", "ConfigError ExtractionError GraphModelError KGError NotFoundError "
-             "QueryRejected QueryTimeout StoreError StoreUnavailable"),
+             "QueryRejected QueryTimeout ScopeDenied StoreError StoreUnavailable"),
     **_homes("kg.search.models", "EntityDetail MAX_DEPTH MAX_LIMIT MAX_QUERY_CHARS MIN_DEPTH "
-             "Mode Neighborhood SearchBackend SearchRequest SearchResponse TemplateInfo "
-             "TemplateResult"),
+             "Mode NamespaceInfo Neighborhood SearchBackend SearchRequest SearchResponse "
+             "TemplateInfo TemplateResult"),
     **_homes("kg.search.global_models", "GlobalSearchRequest GlobalSearchResponse "
              "RoutedRequest RoutedResponse"),
     **_homes("kg.answer.cited", "AnswerMode AnswerRequest AnswerResponse"),
@@ -127,6 +133,7 @@ __all__ = [
     "Embedder",
     "EntityDetail",
     "ExtractionError",
+    "ForgetReport",
     "GlobalSearchRequest",
     "GlobalSearchResponse",
     "GraphModelError",
@@ -137,6 +144,7 @@ __all__ = [
     "LocalNeo4j",
     "MigrationReport",
     "Mode",
+    "NamespaceInfo",
     "Neighborhood",
     "NotFoundError",
     "Progress",
@@ -147,6 +155,7 @@ __all__ = [
     "RoutedRequest",
     "RoutedResponse",
     "SchemaReport",
+    "ScopeDenied",
     "SearchBackend",
     "SearchRequest",
     "SearchResponse",
@@ -157,6 +166,7 @@ __all__ = [
     "StoreUnavailable",
     "TemplateInfo",
     "TemplateResult",
+    "bound_namespaces",
     "current_client",
     "local_server",
     "schema_statements",

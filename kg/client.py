@@ -44,6 +44,7 @@ from neo4j.api import BookmarkManager
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
+from kg import scope
 from kg.answer.cited import AnswerRequest, AnswerResponse
 from kg.answer.cited import answer as run_answer
 from kg.answer.nlquery import QueryRequest, QueryResponse
@@ -53,9 +54,11 @@ from kg.cypher.admission import current_client
 from kg.cypher.guard import first_query_grace
 from kg.errors import KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
-from kg.graph.meta import MODEL_VERSION, read_model
+from kg.graph.meta import MODEL_VERSION, ensure_current, read_model
 from kg.graph.migrate import MigrationReport, already_current
 from kg.graph.migrate import migrate as run_migrate
+from kg.graph.namespaces import ForgetReport
+from kg.graph.namespaces import forget as run_forget
 from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, make_writer
@@ -70,6 +73,7 @@ from kg.search.global_models import (
 )
 from kg.search.models import (
     EntityDetail,
+    NamespaceInfo,
     Neighborhood,
     SearchBackend,
     SearchRequest,
@@ -227,6 +231,18 @@ class _GraphConfig:
         except (Neo4jError, DriverError, OSError) as exc:
             raise translate(exc, "migrate") from exc
 
+    def _forget(self, driver: Driver, namespace: str) -> ForgetReport:
+        try:
+            ensure_current(driver, self.database, write=False)
+            return run_forget(
+                driver,
+                self.database,
+                make_writer(self.settings, driver, self.chunk_embedder),
+                namespace,
+            )
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise translate(exc, "forget") from exc
+
     def _communities(self, driver: Driver, *, dry_run: bool) -> CommunityBuildSummary:
         self._schema(driver)
         try:
@@ -254,36 +270,55 @@ def _request(
     limit: int,
     as_of: date | datetime | None,
     relation_types: list[str] | None,
+    namespaces: Sequence[str] | None = None,
 ) -> SearchRequest:
     try:
         return SearchRequest.model_validate(
             {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
-             "relation_types": relation_types}
+             "relation_types": relation_types, "namespaces": _listed(namespaces)}
         )  # fmt: skip
     except ValidationError as exc:
         raise rejected(exc, "search") from exc
 
 
+def _listed(namespaces: Sequence[str] | None) -> list[str] | None:
+    """A caller's namespaces as the request models take them (a lone string is one name)."""
+    if namespaces is None:
+        return None
+    return [namespaces] if isinstance(namespaces, str) else list(namespaces)
+
+
 def _answer_request(
-    question: str, mode: str, depth: int, as_of: date | datetime | None, limit: int
+    question: str,
+    mode: str,
+    depth: int,
+    as_of: date | datetime | None,
+    limit: int,
+    namespaces: Sequence[str] | None = None,
 ) -> AnswerRequest:
-    raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit}
+    raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit,
+           "namespaces": _listed(namespaces)}  # fmt: skip
     try:
         return AnswerRequest.model_validate(raw)
     except ValidationError as exc:
         raise rejected(exc, "answer") from exc
 
 
-def _query_request(question: str) -> QueryRequest:
+def _query_request(question: str, namespaces: Sequence[str] | None = None) -> QueryRequest:
     try:
-        return QueryRequest.model_validate({"question": question})
+        return QueryRequest.model_validate(
+            {"question": question, "namespaces": _listed(namespaces)}
+        )
     except ValidationError as exc:
         raise rejected(exc, "query") from exc
 
 
-def _global_request(query: str, level: int | None, limit: int) -> GlobalSearchRequest:
+def _global_request(
+    query: str, level: int | None, limit: int, namespaces: Sequence[str] | None = None
+) -> GlobalSearchRequest:
+    raw = {"query": query, "level": level, "limit": limit, "namespaces": _listed(namespaces)}
     try:
-        return GlobalSearchRequest.model_validate({"query": query, "level": level, "limit": limit})
+        return GlobalSearchRequest.model_validate(raw)
     except ValidationError as exc:
         raise rejected(exc, "global search") from exc
 
@@ -406,31 +441,45 @@ class AsyncKnowledgeGraph(_GraphConfig):
         limit: int = 20,
         as_of: date | datetime | None = None,
         relation_types: list[str] | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> SearchResponse:
-        """Local search: entities, relations with validity, and supporting chunks, ranked."""
-        request = _request(query, mode, depth, limit, as_of, relation_types)
+        """Local search: entities, relations with validity, and supporting chunks, ranked;
+        within ``namespaces`` when given (kg/scope.py)."""
+        request = _request(query, mode, depth, limit, as_of, relation_types, namespaces)
         return await self.search_request(request)
 
     async def global_search(
-        self, query: str, *, level: int | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        level: int | None = None,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
     ) -> GlobalSearchResponse:
         """Global search: community reports ranked for the question (map-reduced with an LLM)."""
-        return await self.global_search_request(_global_request(query, level, limit))
+        return await self.global_search_request(_global_request(query, level, limit, namespaces))
 
     async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
-        call = CommunityReports(self.service, self.settings).search(request)
-        return await self._first_read("global search", call)
+        with scope.scoped(request.namespaces):
+            call = CommunityReports(self.service, self.settings).search(request)
+            return await self._first_read("global search", call)
 
     async def routed_search(self, request: RoutedRequest) -> RoutedResponse:
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
-        call = run_routed_search(self.service, self.settings, request)
-        return await self._first_read("search", call)
+        with scope.scoped(request.namespaces):
+            call = run_routed_search(self.service, self.settings, request)
+            return await self._first_read("search", call)
 
     async def search_request(self, request: SearchRequest) -> SearchResponse:
-        return await self._first_read("search", self.service.local_search(request))
+        with scope.scoped(request.namespaces):
+            return await self._first_read("search", self.service.local_search(request))
 
-    async def entity(self, entity_id: str) -> EntityDetail:
-        return await self._first_read("entity", self.service.get_entity(entity_id))
+    async def entity(
+        self, entity_id: str, *, namespaces: Sequence[str] | None = None
+    ) -> EntityDetail:
+        """One entity; NotFoundError when absent, or outside ``namespaces``."""
+        with scope.scoped(_listed(namespaces)):
+            return await self._first_read("entity", self.service.get_entity(entity_id))
 
     async def neighborhood(
         self,
@@ -440,11 +489,13 @@ class AsyncKnowledgeGraph(_GraphConfig):
         as_of: date | datetime | None = None,
         relation_types: list[str] | None = None,
         limit: int | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> Neighborhood:
-        call = self.service.neighborhood(
-            entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
-        )
-        return await self._first_read("neighborhood", call)
+        with scope.scoped(_listed(namespaces)):
+            call = self.service.neighborhood(
+                entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
+            )
+            return await self._first_read("neighborhood", call)
 
     async def run_template(
         self, name: str, params: Mapping[str, Any] | None = None, /, **kw: Any
@@ -456,6 +507,14 @@ class AsyncKnowledgeGraph(_GraphConfig):
 
     def templates(self) -> list[TemplateInfo]:
         return self.service.templates()
+
+    async def namespaces(self, *, namespaces: Sequence[str] | None = None) -> list[NamespaceInfo]:
+        """The namespaces (document sources) with their document, chunk, fact and entity
+        counts; those in ``namespaces`` (or the caller's scope) only, when given."""
+        with scope.scoped(_listed(namespaces)):
+            call = self.service.run_template("namespaces", {})
+            result = await self._first_read("namespaces", call)
+        return [NamespaceInfo.model_validate(row) for row in result.rows]
 
     async def health(self) -> bool:
         """True when Neo4j answers a read."""
@@ -496,21 +555,27 @@ class AsyncKnowledgeGraph(_GraphConfig):
         depth: int = 2,
         as_of: date | datetime | None = None,
         limit: int = 10,
+        namespaces: Sequence[str] | None = None,
     ) -> AnswerResponse:
         """An answer from retrieved context only, citing it; or ``insufficient_context``."""
-        return await self.answer_request(_answer_request(question, mode, depth, as_of, limit))
+        request = _answer_request(question, mode, depth, as_of, limit, namespaces)
+        return await self.answer_request(request)
 
     async def answer_request(self, request: AnswerRequest) -> AnswerResponse:
-        call = run_answer(self.service, self.settings, request)
-        return await self._first_read("answer", call)
+        with scope.scoped(request.namespaces):
+            call = run_answer(self.service, self.settings, request)
+            return await self._first_read("answer", call)
 
-    async def query(self, question: str) -> QueryResponse:
+    async def query(
+        self, question: str, *, namespaces: Sequence[str] | None = None
+    ) -> QueryResponse:
         """The question as one registry template (chosen by the LLM), run through the guard."""
-        return await self.query_request(_query_request(question))
+        return await self.query_request(_query_request(question, namespaces))
 
     async def query_request(self, request: QueryRequest) -> QueryResponse:
-        call = run_query(self.service, self.settings, request)
-        return await self._first_read("query", call)
+        with scope.scoped(request.namespaces):
+            call = run_query(self.service, self.settings, request)
+            return await self._first_read("query", call)
 
     # -- writes (sync driver, worker thread) -----------------------------------------------------
 
@@ -535,6 +600,11 @@ class AsyncKnowledgeGraph(_GraphConfig):
     async def build_communities(self, *, dry_run: bool = False) -> CommunityBuildSummary:
         """Recompute communities and their reports (kg.communities.build)."""
         return await asyncio.to_thread(self._with_sync, self._communities, dry_run=dry_run)
+
+    async def forget(self, namespace: str) -> ForgetReport:
+        """Remove a namespace's documents, chunks, the facts only it supported and the
+        entities left with nothing (kg.graph.namespaces); safe to run again."""
+        return await asyncio.to_thread(self._with_sync, self._forget, namespace)
 
     def _with_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with self._lock:
@@ -633,6 +703,11 @@ class KnowledgeGraph(_GraphConfig):
         """Recompute communities and their reports (kg.communities.build)."""
         return self._communities(self.driver, dry_run=dry_run)
 
+    def forget(self, namespace: str) -> ForgetReport:
+        """Remove a namespace's documents, chunks, the facts only it supported and the
+        entities left with nothing (kg.graph.namespaces); safe to run again."""
+        return self._forget(self.driver, namespace)
+
     # -- reads (through the async twin on a private loop) ----------------------------------------
 
     def _read(self, fn: Callable[[AsyncKnowledgeGraph], Coroutine[Any, Any, T]]) -> T:
@@ -655,16 +730,23 @@ class KnowledgeGraph(_GraphConfig):
         limit: int = 20,
         as_of: date | datetime | None = None,
         relation_types: list[str] | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> SearchResponse:
-        """Local search: entities, relations with validity, and supporting chunks, ranked."""
-        request = _request(query, mode, depth, limit, as_of, relation_types)
+        """Local search: entities, relations with validity, and supporting chunks, ranked;
+        within ``namespaces`` when given (kg/scope.py)."""
+        request = _request(query, mode, depth, limit, as_of, relation_types, namespaces)
         return self._read(lambda g: g.search_request(request))
 
     def global_search(
-        self, query: str, *, level: int | None = None, limit: int = 10
+        self,
+        query: str,
+        *,
+        level: int | None = None,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
     ) -> GlobalSearchResponse:
         """Global search: community reports ranked for the question (map-reduced with an LLM)."""
-        request = _global_request(query, level, limit)
+        request = _global_request(query, level, limit, namespaces)
         return self._read(lambda g: g.global_search_request(request))
 
     def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
@@ -677,8 +759,9 @@ class KnowledgeGraph(_GraphConfig):
     def search_request(self, request: SearchRequest) -> SearchResponse:
         return self._read(lambda g: g.search_request(request))
 
-    def entity(self, entity_id: str) -> EntityDetail:
-        return self._read(lambda g: g.entity(entity_id))
+    def entity(self, entity_id: str, *, namespaces: Sequence[str] | None = None) -> EntityDetail:
+        """One entity; NotFoundError when absent, or outside ``namespaces``."""
+        return self._read(lambda g: g.entity(entity_id, namespaces=namespaces))
 
     def neighborhood(
         self,
@@ -688,10 +771,16 @@ class KnowledgeGraph(_GraphConfig):
         as_of: date | datetime | None = None,
         relation_types: list[str] | None = None,
         limit: int | None = None,
+        namespaces: Sequence[str] | None = None,
     ) -> Neighborhood:
         return self._read(
             lambda g: g.neighborhood(
-                entity_id, depth, as_of=as_of, relation_types=relation_types, limit=limit
+                entity_id,
+                depth,
+                as_of=as_of,
+                relation_types=relation_types,
+                limit=limit,
+                namespaces=namespaces,
             )
         )
 
@@ -703,6 +792,11 @@ class KnowledgeGraph(_GraphConfig):
 
     def templates(self) -> list[TemplateInfo]:
         return self._read(_templates)
+
+    def namespaces(self, *, namespaces: Sequence[str] | None = None) -> list[NamespaceInfo]:
+        """The namespaces (document sources) with their document, chunk, fact and entity
+        counts; those in ``namespaces`` only, when given."""
+        return self._read(lambda g: g.namespaces(namespaces=namespaces))
 
     def health(self) -> bool:
         return self._read(lambda g: g.health())
@@ -726,16 +820,17 @@ class KnowledgeGraph(_GraphConfig):
         depth: int = 2,
         as_of: date | datetime | None = None,
         limit: int = 10,
+        namespaces: Sequence[str] | None = None,
     ) -> AnswerResponse:
         """An answer from retrieved context only, citing it; or ``insufficient_context``."""
-        return self.answer_request(_answer_request(question, mode, depth, as_of, limit))
+        return self.answer_request(_answer_request(question, mode, depth, as_of, limit, namespaces))
 
     def answer_request(self, request: AnswerRequest) -> AnswerResponse:
         return self._read(lambda g: g.answer_request(request))
 
-    def query(self, question: str) -> QueryResponse:
+    def query(self, question: str, *, namespaces: Sequence[str] | None = None) -> QueryResponse:
         """The question as one registry template (chosen by the LLM), run through the guard."""
-        return self.query_request(_query_request(question))
+        return self.query_request(_query_request(question, namespaces))
 
     def query_request(self, request: QueryRequest) -> QueryResponse:
         return self._read(lambda g: g.query_request(request))

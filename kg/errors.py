@@ -13,6 +13,7 @@ KGError
 ├── ResolutionError      entity resolution failed
 ├── NotFoundError        an entity, template or document does not exist
 ├── QueryRejected        parameters failed validation (names the field)
+├── ScopeDenied          a namespace outside the caller's scope was asked for (names it)
 └── QueryTimeout         a guarded query ran past its time bound
 """
 
@@ -78,6 +79,11 @@ class QueryTimeout(KGError):
     pass
 
 
+class ScopeDenied(KGError):
+    """A caller bound to some namespaces (a scoped API key) asked for another one, or for a
+    read of the whole graph; the message names what was refused."""
+
+
 class GraphModelError(StoreError):
     """The graph was written by another version of kg's graph model (see ``kg migrate``)."""
 
@@ -95,6 +101,7 @@ EXIT_CODES: tuple[tuple[type[KGError], int], ...] = (
     (ConfigError, 2),
     (StoreUnavailable, 3),  # Neo4j does not answer (or kg shed load)
     (NotFoundError, 4),
+    (ScopeDenied, 6),
     (QueryTimeout, 5),
     (KGError, 1),
 )

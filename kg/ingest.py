@@ -651,14 +651,16 @@ def _write(
     written = {c.id for c in written_chunks}
     mentions = {(c, e) for c, e in extra.mentions if c in written}
     found = {e for _, e in mentions}
+    namespace = summary.source
     writer.upsert_entities(
-        _entity_rows(resolution) + _entity_rows(extra.entities, keep=found)  # document graph
+        _entity_rows(resolution, namespace=namespace, own=_own_words(facts, entity_of))
+        + _entity_rows(extra.entities, keep=found, namespace=namespace)  # document graph
     )
     progress.advance()
     mentions.update((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
     writer.upsert_mentions(mentions)
     progress.advance()
-    counts = writer.upsert_relations(_relations(facts, keys, entity_of))
+    counts = writer.upsert_relations(_relations(facts, keys, entity_of, namespace))
     summary.relations_created = counts.relationships_created
     summary.relations_updated = counts.relations_written - counts.relationships_created
     summary.relations_closed = counts.relations_closed
@@ -687,26 +689,58 @@ def _chunk_rows(plan: _Plan, chunks: list[Chunk], chunk_embedder: Embedder) -> l
     return rows
 
 
+@dataclass(frozen=True)
+class _OwnWords:
+    """What this run's own text said of one entity: its surface forms (casefolded) and
+    descriptions."""
+
+    forms: set[str] = field(default_factory=set)
+    descriptions: list[str] = field(default_factory=list)
+
+
+def _own_words(
+    facts: list[ChunkFacts], entity_of: dict[tuple[str, int], str]
+) -> dict[str, _OwnWords]:
+    """Per resolved entity, the forms and descriptions this run's chunks gave it. Resolution
+    also carries a known entity's stored aliases and description, which may come from another
+    namespace's text: those are the graph's already, and must not be written again as this
+    namespace's (graph model 7)."""
+    own: dict[str, _OwnWords] = {}
+    for fact in facts:
+        for i, entity in enumerate(fact.result.entities):
+            words = own.setdefault(entity_of[(fact.chunk_id, i)], _OwnWords())
+            words.forms.update(x.casefold() for x in (entity.name, *entity.aliases))
+            if entity.description:
+                words.descriptions.append(entity.description)
+    return own
+
+
 def _entity_rows(
-    resolution: Resolution | list[ResolvedEntity], keep: set[str] | None = None
+    resolution: Resolution | list[ResolvedEntity],
+    keep: set[str] | None = None,
+    *,
+    namespace: str = "",
+    own: dict[str, _OwnWords] | None = None,
 ) -> list[EntityRow]:
-    """Rows of the resolution's entities that mentions use (or of ``keep`` in a list)."""
+    """Rows of the resolution's entities that mentions use (or of ``keep`` in a list); with
+    ``own``, only the aliases and description this run's text gave each."""
     if isinstance(resolution, Resolution):
         used, entities = set(resolution.entity_ids), list(resolution.entities.values())
     else:
         used, entities = keep or set(), resolution
-    return [
-        EntityRow(
-            e.id,
-            e.name,
-            e.type,
-            e.description,
-            tuple(e.aliases),
-            list(e.embedding) if e.embedding is not None else None,
-        )
-        for e in entities
-        if e.id in used
-    ]
+    rows = []
+    for e in entities:
+        if e.id not in used:
+            continue
+        aliases, description = tuple(e.aliases), e.description
+        if own is not None:
+            words = own.get(e.id, _OwnWords())
+            aliases = tuple(a for a in aliases if a.casefold() in words.forms)
+            if description not in words.descriptions:
+                description = max(words.descriptions, key=len, default="")
+        embedding = list(e.embedding) if e.embedding is not None else None
+        rows.append(EntityRow(e.id, e.name, e.type, description, aliases, embedding, namespace))
+    return rows
 
 
 def _extract(
@@ -857,7 +891,10 @@ def _mentions(facts: list[ChunkFacts]) -> tuple[list[Mention], list[tuple[str, i
 
 
 def _relations(
-    facts: list[ChunkFacts], keys: list[tuple[str, int]], entity_of: dict[tuple[str, int], str]
+    facts: list[ChunkFacts],
+    keys: list[tuple[str, int]],
+    entity_of: dict[tuple[str, int], str],
+    namespace: str = "",
 ) -> list[RelationRow]:
     rows: list[RelationRow] = []
     for fact in facts:
@@ -883,6 +920,7 @@ def _relations(
                     valid_from=rel.valid_from,
                     valid_to=rel.valid_to,
                     chunk_ids=(fact.chunk_id,),
+                    namespace=namespace,
                 )
             )
     return rows

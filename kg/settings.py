@@ -658,12 +658,63 @@ class CommunitySettings(BaseModel):
     )
 
 
+#: Separates a key from its namespaces in KG_API__API_KEYS's comma form (``key::a|b``).
+KEY_SCOPE_SEPARATOR = "::"
+
+
+class ApiKey(BaseModel):
+    """One API key and the namespaces it may read (None: every namespace, as before scopes).
+
+    ``get_secret_value`` is the key's, so code written for a plain ``SecretStr`` key reads it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: SecretStr
+    namespaces: tuple[str, ...] | None = Field(
+        None, description="The namespaces this key reads; none: the whole graph."
+    )
+
+    def get_secret_value(self) -> str:
+        return self.key.get_secret_value()
+
+    @field_validator("namespaces")
+    @classmethod
+    def _named(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        names = tuple(dict.fromkeys(v.strip() for v in value))
+        if not names or any(not n or "\x00" in n or len(n) > 1024 for n in names):
+            raise ValueError(
+                "a scoped key needs at least one namespace, each 1..1024 characters, no NUL"
+            )
+        return names
+
+
+def _api_key(item: Any) -> Any:
+    """One KG_API__API_KEYS item as an :class:`ApiKey`: ``key``, ``key::ns1|ns2`` or an object
+    ``{"key": ..., "namespaces": [...]}`` (also a ``SecretStr``, from code)."""
+    if isinstance(item, SecretStr):
+        item = item.get_secret_value()
+    if isinstance(item, str):
+        key, separator, scope = item.partition(KEY_SCOPE_SEPARATOR)
+        if not separator:
+            return {"key": key}
+        return {"key": key, "namespaces": scope.split("|")}
+    return item
+
+
 class ApiSettings(BaseModel):
     """The REST surface."""
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    api_keys: Annotated[list[ApiKey], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated keys; `key::ns1|ns2` binds a key to those namespaces "
+        '(JSON: `[{"key": "...", "namespaces": ["..."]}, "unscoped-key"]`). An unscoped key '
+        "reads the whole graph.",
+    )
     require_auth: bool | None = Field(
         None,
         description="Default: on when keys are configured, when host is not loopback, and for "
@@ -778,8 +829,11 @@ class ApiSettings(BaseModel):
     def _split_keys(cls, value: Any) -> Any:
         if isinstance(value, str):
             if value.lstrip().startswith("["):
-                return json.loads(value)
-            return [k.strip() for k in value.split(",") if k.strip()]
+                value = json.loads(value)
+            else:
+                value = [k.strip() for k in value.split(",") if k.strip()]
+        if isinstance(value, list | tuple):
+            return [_api_key(item) for item in value]
         return value
 
 

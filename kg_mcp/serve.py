@@ -11,6 +11,11 @@ the REST API (api/auth.py), decided per request from the socket it arrived on:
   DNS rebinding), and an ``Origin`` header, when sent, must be such a name too (403), as the
   MCP transport specification asks of servers.
 
+A key bound to namespaces (``KG_API__API_KEYS=key::ns1|ns2``) keeps every tool to them, as
+over REST (:func:`kg.bound_namespaces`). The SDK runs a session's tools in the task that
+opened the session, so a session belongs to the key that opened it: a request presenting
+another key with that session's id is answered 404 (no such session for this key).
+
 It also holds the bounds ``kg serve`` has: the whole request body within
 ``KG_API__BODY_TIMEOUT_S`` (else ``408`` and the connection closes; a client that goes away
 mid-body is dropped without reaching the SDK), the header deadline, connection cap and send
@@ -40,7 +45,7 @@ from api.auth import (
     key_matches,
 )
 from api.serving import uvicorn_options
-from kg import AsyncKnowledgeGraph, Settings, current_client
+from kg import AsyncKnowledgeGraph, Settings, bound_namespaces, current_client
 from kg.redact import settings_secrets
 from kg_mcp.server import build_server
 
@@ -51,6 +56,9 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
+SESSION_HEADER = "mcp-session-id"
+#: Session owners remembered (the oldest forgotten first; the SDK caps open sessions lower).
+MAX_OWNED_SESSIONS = 100_000
 DEFAULT_PORT = 8001
 
 
@@ -86,6 +94,8 @@ class HttpGuard:
         self.policy = policy
         self.body_timeout_s = body_timeout_s
         self.max_body_bytes = max_body_bytes
+        # session id -> the client (key digest or address) that opened it; oldest first
+        self._owners: dict[str, str] = {}
 
     def origin_allowed(self, origin: str | None) -> bool:
         if origin is None:
@@ -129,11 +139,32 @@ class HttpGuard:
             if key.lower() == b"x-forwarded-for"
         ]
         client = self.policy.client_id(access, authorization, scope.get("client"), forwarded)
+        session = _header(scope, SESSION_HEADER.encode())
+        if session is not None and self._owners.get(session, client) != client:
+            await _refuse(send, 404, "no such session for this key")
+            return
+        namespaces = self.policy.namespaces_of(authorization)
         token_var = current_client.set(client)
         try:
-            await self.app(scope, replay, send)
+            # A scoped key's tools keep to its namespaces (kg/scope.py), as over REST.
+            with bound_namespaces(namespaces):
+                await self.app(scope, replay, self._owning(send, client))
         finally:
             current_client.reset(token_var)
+
+    def _owning(self, send: Send, client: str) -> Send:
+        """``send`` that records the client as the owner of a session the response opens."""
+
+        async def owning(message: Message) -> None:
+            if message.get("type") == "http.response.start":
+                for key, value in message.get("headers") or []:
+                    if bytes(key).lower() == SESSION_HEADER.encode():
+                        self._owners.setdefault(bytes(value).decode("latin-1"), client)
+                        while len(self._owners) > MAX_OWNED_SESSIONS:
+                            self._owners.pop(next(iter(self._owners)))
+            await send(message)
+
+        return owning
 
     async def _whole_body(self, receive: Receive, send: Send) -> Receive | None:
         """Read the whole body within the deadline; ``receive`` replaying it, or None when the

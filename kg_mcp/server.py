@@ -48,6 +48,7 @@ TOOL_NAMES = (
     "neighborhood",
     "list_templates",
     "run_template",
+    "list_namespaces",
 )
 
 INSTRUCTIONS = """\
@@ -93,6 +94,15 @@ AsOf = Annotated[
 EntityId = Annotated[
     str,
     Field(min_length=1, max_length=256, description="An entity `id` from search or another tool."),
+]
+Namespaces = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=1024)]] | None,
+    Field(
+        min_length=1,
+        max_length=50,
+        description="Keep to these namespaces (from list_namespaces); default: every one this "
+        "connection may read.",
+    ),
 ]
 _READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True)
 
@@ -179,6 +189,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         depth: Depth = 2,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Most items per list.")] = 10,
         as_of: AsOf = None,
+        namespaces: Namespaces = None,
     ) -> dict[str, Any]:
         """Search the knowledge graph. The result says which mode ran and why (`mode`,
         `reason`); a local mode's ranked entities, relations (with validity dates) and
@@ -187,8 +198,9 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         request = _valid(
             "search",
             RoutedRequest,
-            {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of},
-        )
+            {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
+             "namespaces": namespaces},
+        )  # fmt: skip
         return _dump(await _call(graph.routed_search(request)))
 
     @server.tool(annotations=_READ_ONLY)
@@ -198,6 +210,7 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         depth: Depth = 2,
         limit: Annotated[int, Field(ge=1, le=50, description="Context chunks/relations.")] = 10,
         as_of: AsOf = None,
+        namespaces: Namespaces = None,
     ) -> dict[str, Any]:
         """Answer a question from the graph's retrieved context only, with citations (chunk
         and relation ids from the returned context). When the context does not answer it,
@@ -205,14 +218,15 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         request = _valid(
             "answer",
             AnswerRequest,
-            {"question": question, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of},
-        )
+            {"question": question, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
+             "namespaces": namespaces},
+        )  # fmt: skip
         return _dump(await _call(graph.answer_request(request)))
 
     @server.tool(annotations=_READ_ONLY)
-    async def get_entity(entity_id: EntityId) -> dict[str, Any]:
+    async def get_entity(entity_id: EntityId, namespaces: Namespaces = None) -> dict[str, Any]:
         """One entity by id: name, type, description, aliases, degree and number of mentions."""
-        return _dump(await _call(graph.entity(entity_id)))
+        return _dump(await _call(graph.entity(entity_id, namespaces=namespaces)))
 
     @server.tool(annotations=_READ_ONLY)
     async def neighborhood(
@@ -220,11 +234,13 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         depth: Depth = 1,
         as_of: AsOf = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most relations read.")] = 100,
+        namespaces: Namespaces = None,
     ) -> dict[str, Any]:
         """An entity's neighbours and relations within `depth` hops, ranked; with `as_of`,
         only relations valid at that date (e.g. who owned it then)."""
         when = _as_of("neighborhood", as_of)
-        return _dump(await _call(graph.neighborhood(entity_id, depth, as_of=when, limit=limit)))
+        call = graph.neighborhood(entity_id, depth, as_of=when, limit=limit, namespaces=namespaces)
+        return _dump(await _call(call))
 
     @server.tool(annotations=_READ_ONLY)
     async def list_templates() -> dict[str, Any]:
@@ -254,6 +270,12 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
                 "(not a parameter of this template; see list_templates)"
             )
         return _dump(await _call(graph.run_template(name, params)))
+
+    @server.tool(annotations=_READ_ONLY)
+    async def list_namespaces() -> dict[str, Any]:
+        """The namespaces (document sources) this connection may read, with their document,
+        chunk, fact and entity counts: pass names to other tools' `namespaces` to keep to them."""
+        return _dump(await _call(graph.namespaces()))
 
     return server
 

@@ -11,7 +11,9 @@ _WHY = {
     400: "Malformed request (e.g. a body that is not JSON).",
     401: "Missing or invalid API key (when auth is on).",
     403: "A key is required here (the request did not arrive on loopback) but the server has "
-    "none configured: it refuses rather than serve an open API.",
+    "none configured: it refuses rather than serve an open API; or the request names a "
+    "namespace outside the key's scope (the detail names it), or a template that reads the "
+    "whole graph with a scoped key.",
     404: "Not found.",
     408: "The request body did not arrive within KG_API__BODY_TIMEOUT_S.",
     413: "Request body larger than the configured limit.",

@@ -15,6 +15,17 @@ from kg import MAX_DEPTH, MIN_DEPTH, AsyncKnowledgeGraph, EntityDetail, Neighbor
 EntityId = Annotated[
     str, PathParameter(min_length=1, max_length=256, description="The entity's `id`.")
 ]
+#: ?namespace=a&namespace=b: keep to those namespaces (a scoped key's, at most).
+Namespaces = Annotated[
+    list[str] | None,
+    QueryParameter(
+        query="namespace",
+        min_items=1,
+        max_items=50,
+        description="Keep to these namespaces (repeat the parameter); default: every "
+        "namespace the key may read.",
+    ),
+]
 Depth = Annotated[
     int,
     QueryParameter(
@@ -32,13 +43,18 @@ class EntityController(Controller):
         "/{entity_id:str}",
         operation_id="getEntity",
         summary="One entity",
-        description="The entity's properties (without its embedding).",
+        description="The entity's properties (without its embedding). Outside the caller's "
+        "namespaces it is not found; a scoped caller sees only the aliases and description "
+        "its namespaces gave.",
         responses=errors(404, 422, 429, 504),
     )
     async def get_entity(
-        self, entity_id: EntityId, graph: NamedDependency[AsyncKnowledgeGraph]
+        self,
+        entity_id: EntityId,
+        graph: NamedDependency[AsyncKnowledgeGraph],
+        namespaces: Namespaces = None,
     ) -> EntityDetail:
-        return await graph.entity(entity_id)
+        return await graph.entity(entity_id, namespaces=namespaces)
 
     @get(
         "/{entity_id:str}/neighborhood",
@@ -48,6 +64,10 @@ class EntityController(Controller):
         responses=errors(404, 422, 429, 504),
     )
     async def neighborhood(
-        self, entity_id: EntityId, graph: NamedDependency[AsyncKnowledgeGraph], depth: Depth = 2
+        self,
+        entity_id: EntityId,
+        graph: NamedDependency[AsyncKnowledgeGraph],
+        depth: Depth = 2,
+        namespaces: Namespaces = None,
     ) -> Neighborhood:
-        return await graph.neighborhood(entity_id, depth)
+        return await graph.neighborhood(entity_id, depth, namespaces=namespaces)

@@ -33,6 +33,7 @@ from pydantic import (
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ask
 from kg.models import no_nul
+from kg.scope import NamespaceList
 from kg.search.models import (
     MAX_QUERY_CHARS,
     ChunkHit,
@@ -92,6 +93,7 @@ class AnswerRequest(BaseModel):
     depth: Depth = 2
     as_of: AsOf | None = Field(None, description="Answer as of this date or datetime.")
     limit: int = Field(10, ge=1, le=MAX_ANSWER_LIMIT, description="Chunks and relations each.")
+    namespaces: NamespaceList | None = None
 
     @field_validator("question")
     @classmethod

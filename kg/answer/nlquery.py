@@ -36,6 +36,7 @@ from kg.errors import QueryRejected
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ReaskFailed, ask
 from kg.models import no_nul
+from kg.scope import NamespaceList
 from kg.search.models import (
     MAX_QUERY_CHARS,
     MAX_RELATION_FILTERS,
@@ -232,6 +233,7 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    namespaces: NamespaceList | None = None
 
     @field_validator("question")
     @classmethod

@@ -103,6 +103,19 @@ MATCH (e:Entity {id: row.entity})
 MERGE (e)-[:IN_COMMUNITY]->(c)
 """
 
+# A report embeds text of its members: it carries their namespaces (graph model 7), and a
+# caller scoped to some namespaces reads only reports whose namespaces all lie in them.
+_SCOPE_COMMUNITIES: LiteralString = """
+UNWIND $rows AS row
+MATCH (c:Community {id: row.id})
+SET c.namespaces = COLLECT {
+    UNWIND row.members AS eid
+    MATCH (e:Entity {id: eid})
+    UNWIND coalesce(e.namespaces, []) AS ns
+    RETURN DISTINCT ns ORDER BY ns
+}
+"""
+
 _PARENTS: LiteralString = """
 UNWIND $rows AS row
 MATCH (c:Community {id: row.child})
@@ -261,6 +274,9 @@ class CommunityStore:
         ]
         for part in _chunks(members, self.write_batch):
             self._write(_MEMBERSHIPS, rows=list(part))
+        scopes = [{"id": r.community.id, "members": list(r.community.members)} for r in reports]
+        for part in _chunks(scopes, max(1, self.write_batch // 10)):
+            self._write(_SCOPE_COMMUNITIES, rows=list(part))
         parents = [
             {"child": r.community.id, "parent": r.community.parent}
             for r in reports

@@ -51,6 +51,8 @@ HEAVY: Mapping[str, Callable[[Any], bool]] = {
     "paths_between": _deep,
     "entity_neighborhood": _widest_expansion,
     "seed_expansion": _widest_expansion,
+    # counts every namespace's facts and entities: label scans, once per namespace listed
+    "namespaces": lambda _params: True,
 }
 
 

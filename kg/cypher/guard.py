@@ -53,6 +53,7 @@ from neo4j.api import BookmarkManager
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
+from kg import scope
 from kg.cypher.admission import Admission, cost_of, current_client
 from kg.cypher.params import (
     CHUNK_EMBEDDING_DIM_CONTEXT,
@@ -145,6 +146,8 @@ class Prepared:
 
     def cypher_params(self) -> dict[str, Any]:
         params = self.params.cypher_params()
+        # Every text may name $namespaces; a template that reads the whole graph gets null.
+        params["namespaces"] = self.params.namespaces if self.template.scoped else None
         if self.template.packed:
             # One row past the cap, so the guard can tell the result was cut.
             params[READ_ROWS] = self.row_cap + 1
@@ -215,6 +218,16 @@ class Guard:
             model = template.params.model_validate(raw, context=self._validation_context)
         except ValidationError as exc:
             raise rejected(exc, f"template {name}") from None
+        if template.scoped:
+            # The caller's scope (kg/scope.py) bounds what the parameters may ask for.
+            namespaces = scope.within(model.namespaces)
+            if namespaces != model.namespaces:
+                model = model.model_copy(update={"namespaces": namespaces})
+        elif model.namespaces is not None:
+            raise QueryRejected(
+                f"template {name} reads the whole graph: it takes no namespaces",
+                errors=[{"field": "namespaces", "reason": "not taken by this template"}],
+            )
         return Prepared(
             template=template,
             params=model,

@@ -25,6 +25,7 @@ from kg.cypher.lucene import escape_lucene
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
 from kg.models import no_nul
+from kg.scope import NamespaceList
 from kg.search.models import DEPTHS, MAX_RELATION_FILTERS, Depth, RelationType
 from kg.words import MAX_WORD_CHARS
 
@@ -40,6 +41,12 @@ MAX_TEXT_CHARS = 4000
 #: Longest phrase the router's ``name_links`` looks up (a name is at most 300 characters, and a
 #: phrase past this length is a run of letters no name equals).
 MAX_PHRASE_CHARS = 200
+#: How many more candidates than kept a scoped read asks a vector or fulltext index for:
+#: Neo4j 5.26's index queries cannot filter first, so the scope filters what they return
+#: (docs/search.md, "Scopes", measures what it costs).
+SCOPE_OVERFETCH = 10
+#: Most candidates one index call is asked for, scoped or not.
+MAX_FETCH = 10_000
 
 
 #: Keys of the validation context that carry the vector indexes' dimensions (the guard sets
@@ -129,9 +136,20 @@ def as_of_params(as_of: date | datetime | None) -> dict[str, Any]:
 
 
 class TemplateParams(BaseModel):
-    """Base of every template's parameters."""
+    """Base of every template's parameters.
+
+    ``namespaces`` keeps a template to those namespaces (kg/scope.py); the guard sets it from
+    the caller's scope and passes it to every template as ``$namespaces``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    namespaces: NamespaceList | None = None
+
+    def fetch(self, k: int) -> int:
+        """Candidates to ask an index for to keep ``k``: more when scoped (the index cannot
+        filter first), bounded."""
+        return min(k * SCOPE_OVERFETCH, MAX_FETCH) if self.namespaces else k
 
     def variant(self) -> str:
         """Which pre-rendered text to run; templates without variants have one."""
@@ -269,7 +287,12 @@ class EntitySeedsParams(TemplateParams):
     k: int = Field(20, ge=1, le=500)
 
     def cypher_params(self) -> dict[str, Any]:
-        return {"embedding": self.embedding, "text": escape_lucene(self.text), "k": self.k}
+        return {
+            "embedding": self.embedding,
+            "text": escape_lucene(self.text),
+            "k": self.k,
+            "fetch": self.fetch(self.k),
+        }
 
 
 #: How many more neighbours than kept the chunk vector index is asked for (HNSW recall).
@@ -284,7 +307,7 @@ class ChunksByVectorParams(TemplateParams):
         return {
             "embedding": self.embedding,
             "k": self.k,
-            "candidates": self.k * VECTOR_OVERSAMPLING,
+            "candidates": self.fetch(self.k * VECTOR_OVERSAMPLING),
         }
 
 
@@ -329,7 +352,12 @@ class ChunksByTextParams(TemplateParams):
             text = " ".join([text, *fuzzy]).strip()
             if text:
                 queries.append({"language": language.code, "index": language.index, "text": text})
-        return {"queries": queries, "k": self.k, "limit": self.k * len(LANGUAGES)}
+        return {
+            "queries": queries,
+            "k": self.k,
+            "fetch": self.fetch(self.k),
+            "limit": self.k * len(LANGUAGES),
+        }
 
 
 class EntityLinksParams(TemplateParams):
@@ -343,7 +371,12 @@ class EntityLinksParams(TemplateParams):
 
     def cypher_params(self) -> dict[str, Any]:
         quoted = ['"' + " ".join(words) + '"' for words in self.phrases]
-        return {"phrases": quoted, "per_phrase": self.per_phrase, "limit": self.limit}
+        return {
+            "phrases": quoted,
+            "per_phrase": self.per_phrase,
+            "fetch": self.fetch(self.per_phrase),
+            "limit": self.limit,
+        }
 
 
 class NamePageParams(TemplateParams):
@@ -364,7 +397,7 @@ class FactsByVectorParams(TemplateParams):
         return {
             "embedding": self.embedding,
             "k": self.k,
-            "candidates": self.k * VECTOR_OVERSAMPLING,
+            "candidates": self.fetch(self.k * VECTOR_OVERSAMPLING),
         }
 
 
@@ -406,6 +439,12 @@ class NoParams(TemplateParams):
     pass
 
 
+class NamespacesParams(TemplateParams):
+    """The namespaces (document sources) with their counts, by name."""
+
+    limit: int = Field(1000, ge=1, le=MAX_ROWS)
+
+
 class CommunityReportsParams(TemplateParams):
     """Global search: the best-ranked community reports of one level."""
 
@@ -425,4 +464,9 @@ class NameLinksParams(TemplateParams):
 
     def cypher_params(self) -> dict[str, Any]:
         quoted = [f'"{escape_lucene(p)}"' for p in self.phrases]
-        return {"phrases": quoted, "per_phrase": self.per_phrase, "limit": self.limit}
+        return {
+            "phrases": quoted,
+            "per_phrase": self.per_phrase,
+            "fetch": self.fetch(self.per_phrase),
+            "limit": self.limit,
+        }

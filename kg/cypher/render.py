@@ -11,6 +11,61 @@ from typing import LiteralString
 
 from kg.cypher.params import DEPTHS
 
+
+# The scope (kg/scope.py, graph model 7): ``$namespaces`` null reads the whole graph, else a
+# chunk is in scope when its namespace is listed, an entity, relation or fact when one of its
+# namespaces is. An entity or relation shared with a namespace outside the scope shows that
+# caller only the aliases and description its own namespaces gave (the writer records whose
+# text gave each: alias_sources, description_source).
+def in_scope(var: LiteralString) -> LiteralString:
+    """``var`` (an entity, relation or fact) has a namespace in ``$namespaces``."""
+    return (
+        "($namespaces IS NULL OR any(x IN coalesce(" + var + ".namespaces, [])"
+        " WHERE x IN $namespaces))"
+    )
+
+
+def chunk_in_scope(var: LiteralString) -> LiteralString:
+    """The chunk ``var``'s namespace is in ``$namespaces``."""
+    return "($namespaces IS NULL OR " + var + ".namespace IN $namespaces)"
+
+
+def described(var: LiteralString) -> LiteralString:
+    """``var``'s description when the namespace whose text gave it is in the scope."""
+    return (
+        "CASE WHEN $namespaces IS NULL OR " + var + ".description_source IN $namespaces"
+        " THEN " + var + ".description ELSE null END"
+    )
+
+
+def aliased(var: LiteralString) -> LiteralString:
+    """``var``'s aliases that a namespace in the scope gave (``alias_sources`` runs parallel)."""
+    return (
+        "CASE WHEN $namespaces IS NULL THEN " + var + ".aliases"
+        " ELSE [i IN range(0, size(coalesce(" + var + ".aliases, [])) - 1)"
+        " WHERE " + var + ".alias_sources[i] IN $namespaces | " + var + ".aliases[i]] END"
+    )
+
+
+def cited(var: LiteralString, most: LiteralString) -> LiteralString:
+    """The first ``most`` chunk ids of ``var`` (a relation or fact) in the scope."""
+    return (
+        "CASE WHEN $namespaces IS NULL THEN " + var + ".chunk_ids[.." + most + "]"
+        " ELSE [cid IN coalesce(" + var + ".chunk_ids, []) WHERE EXISTS {"
+        " MATCH (k:Chunk {id: cid}) WHERE k.namespace IN $namespaces }][.." + most + "] END"
+    )
+
+
+def mention_count(var: LiteralString) -> LiteralString:
+    """How many chunks (in the scope) mention the entity ``var``; unscoped it is the stored
+    degree, no expansion of a supernode's relationships."""
+    return (
+        "CASE WHEN $namespaces IS NULL THEN COUNT { (" + var + ")<-[:MENTIONS]-() }"
+        " ELSE COUNT { (" + var + ")<-[:MENTIONS]-(k:Chunk) WHERE k.namespace IN $namespaces }"
+        " END"
+    )
+
+
 # Relation filter on the relationship variable ``r``: it names facts' predicates, which every
 # relation carries whatever Neo4j type stores it (docs/architecture.md, "Open vocabulary").
 TYPE_FILTER: LiteralString = "($relation_types IS NULL OR r.predicate IN $relation_types)"
@@ -36,6 +91,7 @@ VALID_AT: LiteralString = (
 
 # The same two filters on ``p``, a map of the relation's properties read once.
 _P_TYPE_FILTER: LiteralString = "($relation_types IS NULL OR p.predicate IN $relation_types)"
+_P_SCOPE: LiteralString = in_scope("p")
 _P_VALID_AT: LiteralString = (
     "($as_of_dt IS NULL OR ("
     + _bound("validFrom", "<=", "p")
@@ -59,8 +115,8 @@ _HOP_EDGES: LiteralString = (
     "  CALL (f) {\n"
     # Not (f)-[r:!MENTIONS&...]-: measured, the negated types double the db hits.
     "    MATCH (f)-[r]-(n:Entity)\n"
-    "    WITH r, n, r {.predicate, .validFrom, .validTo, .weight} AS p\n"
-    "    WHERE " + _P_TYPE_FILTER + "\n"
+    "    WITH r, n, r {.predicate, .validFrom, .validTo, .weight, .namespaces} AS p\n"
+    "    WHERE " + _P_TYPE_FILTER + " AND " + _P_SCOPE + "\n"
     "      AND " + _P_VALID_AT + "\n"
     "    RETURN r, n\n"
     "    ORDER BY coalesce(p.weight, 0.0) DESC\n"
@@ -94,7 +150,7 @@ _LAST_HOP: LiteralString = (
 # the neighbours of the stronger seeds.
 _EXPANSION_HEAD: LiteralString = (
     "UNWIND $entity_ids AS seed_id\n"
-    "MATCH (seed:Entity {id: seed_id})\n"
+    "MATCH (seed:Entity {id: seed_id}) WHERE " + in_scope("seed") + "\n"
     "WITH collect(DISTINCT seed) AS frontier\n"
     "WITH frontier, frontier AS seen, [] AS edges, 1 AS hop\n"
 )
@@ -109,9 +165,9 @@ _EXPANSION_TAIL: LiteralString = (
     "WITH r, hop, startNode(r) AS s, endNode(r) AS t\n"
     "RETURN collect({type: r.predicate, source: s {.id, .name, .type},"
     " target: t {.id, .name, .type},\n"
-    "       description: r.description, weight: r.weight,\n"
+    "       description: " + described("r") + ", weight: r.weight,\n"
     "       valid_from: r.validFrom, valid_to: r.validTo,\n"
-    "       chunk_ids: r.chunk_ids[..10], hop: hop})[..$read_rows] AS rows"
+    "       chunk_ids: " + cited("r", "10") + ", hop: hop})[..$read_rows] AS rows"
 )
 
 
@@ -147,39 +203,48 @@ def paths_between(depth: int) -> LiteralString:
         + TYPE_FILTER
         + " AND "
         + VALID_AT
+        + " AND "
+        + in_scope("r")
         + ")"
         + _RANGES[depth]
         + "(b:Entity {id: $target_id})\n"
         "WITH p ORDER BY length(p) LIMIT $limit\n"
         "RETURN [n IN nodes(p) | n {.id, .name, .type}] AS nodes,\n"
         "       [x IN relationships(p) | {type: x.predicate, source: startNode(x).id,"
-        " target: endNode(x).id, description: x.description, weight: x.weight,"
-        " valid_from: x.validFrom, valid_to: x.validTo, chunk_ids: x.chunk_ids[..20]}]"
+        " target: endNode(x).id, description: " + described("x") + ","
+        " weight: x.weight, valid_from: x.validFrom, valid_to: x.validTo,"
+        " chunk_ids: " + cited("x", "20") + "}]"
         " AS relations,\n"
         "       length(p) AS hops"
     )
 
 
+# Scoped, the degree counts the entity's relations and mentions in the scope only.
 ENTITY_BY_ID: LiteralString = (
-    "MATCH (e:Entity {id: $entity_id})\n"
-    "RETURN e {.id, .name, .type, .description, .aliases} AS entity,\n"
-    "       COUNT { (e)--() } AS degree,\n"
-    "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
+    "MATCH (e:Entity {id: $entity_id}) WHERE " + in_scope("e") + "\n"
+    "RETURN e {.id, .name, .type, description: " + described("e") + ",\n"
+    "       aliases: " + aliased("e") + "} AS entity,\n"
+    "       CASE WHEN $namespaces IS NULL THEN COUNT { (e)--() }\n"
+    "            ELSE COUNT { (e)-[r]-(:Entity) WHERE " + in_scope("r") + " }\n"
+    "                 + COUNT { (e)<-[:MENTIONS]-(k:Chunk) WHERE k.namespace IN $namespaces }\n"
+    "       END AS degree,\n"
+    "       " + mention_count("e") + " AS mentions\n"
     "LIMIT 1"
 )
 
 ENTITY_DETAILS: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
-    "MATCH (e:Entity {id: eid})\n"
+    "MATCH (e:Entity {id: eid}) WHERE " + in_scope("e") + "\n"
     "WITH e LIMIT $limit\n"
-    "RETURN collect({id: e.id, name: e.name, type: e.type, description: e.description,\n"
-    "       aliases: e.aliases[..20]})[..$read_rows] AS rows"
+    "RETURN collect({id: e.id, name: e.name, type: e.type,\n"
+    "       description: " + described("e") + ",\n"
+    "       aliases: " + aliased("e") + "[..20]})[..$read_rows] AS rows"
 )
 
 ENTITY_SOURCES: LiteralString = (
-    "MATCH (e:Entity {id: $entity_id})\n"
+    "MATCH (e:Entity {id: $entity_id}) WHERE " + in_scope("e") + "\n"
     "CALL (e) {\n"
-    "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+    "  MATCH (c:Chunk)-[:MENTIONS]->(e) WHERE " + chunk_in_scope("c") + "\n"
     "  RETURN c\n"
     "  LIMIT $limit\n"
     "}\n"
@@ -192,10 +257,10 @@ ENTITY_SOURCES: LiteralString = (
 )
 
 RELATIONS_VALID_AT: LiteralString = (
-    "MATCH (e:Entity {id: $entity_id})\n"
+    "MATCH (e:Entity {id: $entity_id}) WHERE " + in_scope("e") + "\n"
     "CALL (e) {\n"
     "  MATCH (e)-[r]-(:Entity)\n"
-    "  WHERE " + TYPE_FILTER + "\n"
+    "  WHERE " + TYPE_FILTER + " AND " + in_scope("r") + "\n"
     "    AND " + VALID_AT + "\n"
     "  RETURN r\n"
     "  ORDER BY r.validFrom DESC, coalesce(r.weight, 0.0) DESC\n"
@@ -203,22 +268,30 @@ RELATIONS_VALID_AT: LiteralString = (
     "}\n"
     "WITH r, startNode(r) AS s, endNode(r) AS t\n"
     "RETURN r.predicate AS type, s.id AS source, s.name AS source_name,\n"
-    "       t.id AS target, t.name AS target_name, r.description AS description,\n"
+    "       t.id AS target, t.name AS target_name,\n"
+    "       " + described("r") + " AS description,\n"
     "       r.weight AS weight, r.validFrom AS valid_from, r.validTo AS valid_to,\n"
-    "       r.chunk_ids[..50] AS chunk_ids"
+    "       " + cited("r", "50") + " AS chunk_ids"
 )
 
+# Scoped, the indexes are asked for $fetch candidates (more than $k: neither index can filter
+# first in Neo4j 5.26) and the first $k in the scope kept.
+_SEED: LiteralString = (
+    "node {.id, .name, .type, description: " + described("node") + ",\n"
+    "       aliases: " + aliased("node") + ", score: score}"
+)
 ENTITY_SEEDS: LiteralString = (
     "CALL () {\n"
     "  WITH $embedding AS v WHERE v IS NOT NULL\n"
-    "  CALL db.index.vector.queryNodes('entity_embedding', $k, v) YIELD node, score\n"
-    "  RETURN collect(node {.id, .name, .type, .description, .aliases, score: score}) AS vector\n"
+    "  CALL db.index.vector.queryNodes('entity_embedding', $fetch, v) YIELD node, score\n"
+    "  WITH node, score WHERE " + in_scope("node") + "\n"
+    "  RETURN collect(" + _SEED + ")[..$k] AS vector\n"
     "}\n"
     "CALL () {\n"
     "  WITH $text AS q WHERE q <> ''\n"
-    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $k}) YIELD node, score\n"
-    "  RETURN collect(node {.id, .name, .type, .description, .aliases, score: score})"
-    " AS fulltext\n"
+    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $fetch}) YIELD node, score\n"
+    "  WITH node, score WHERE " + in_scope("node") + "\n"
+    "  RETURN collect(" + _SEED + ")[..$k] AS fulltext\n"
     "}\n"
     "RETURN vector, fulltext"
 )
@@ -228,6 +301,7 @@ ENTITY_SEEDS: LiteralString = (
 CHUNKS_BY_VECTOR: LiteralString = (
     "CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $embedding)"
     " YIELD node AS c, score\n"
+    "WITH c, score WHERE " + chunk_in_scope("c") + "\n"
     "WITH c, score ORDER BY score DESC LIMIT $k\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
     "RETURN collect({id: c.id, text: c.text, chunk_index: c.index,\n"
@@ -239,8 +313,9 @@ CHUNKS_BY_VECTOR: LiteralString = (
 FACTS_BY_VECTOR: LiteralString = (
     "CALL db.index.vector.queryNodes('fact_embedding', $candidates, $embedding)"
     " YIELD node AS f, score\n"
+    "WITH f, score WHERE " + in_scope("f") + "\n"
     "RETURN f.id AS id, f.text AS text, f.subject_id AS subject_id, f.object_id AS object_id,\n"
-    "       f.chunk_ids[..20] AS chunk_ids, score\n"
+    "       " + cited("f", "20") + " AS chunk_ids, score\n"
     "ORDER BY score DESC\n"
     "LIMIT $k"
 )
@@ -258,12 +333,12 @@ FACT_PAGE: LiteralString = (
 EVIDENCE_CHUNKS: LiteralString = (
     "CALL () {\n"
     "  UNWIND $chunk_ids AS cid\n"
-    "  MATCH (c:Chunk {id: cid})\n"
+    "  MATCH (c:Chunk {id: cid}) WHERE " + chunk_in_scope("c") + "\n"
     "  RETURN c\n"
     "  UNION\n"
     "  UNWIND $entity_ids AS eid\n"
     "  CALL (eid) {\n"
-    "    MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: eid})\n"
+    "    MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: eid}) WHERE " + chunk_in_scope("c") + "\n"
     "    RETURN c\n"
     "    LIMIT $per_entity\n"
     "  }\n"
@@ -279,8 +354,13 @@ EVIDENCE_CHUNKS: LiteralString = (
 )
 
 # The predicates facts use (the writer's catalogue), whatever types store them.
+# Scoped: the predicates with a fact in the scope (one fact_predicate index lookup each).
 RELATION_TYPES: LiteralString = (
-    "MATCH (p:Predicate)\nRETURN p.name AS type, p.stored_as AS stored_as ORDER BY type LIMIT 10000"
+    "MATCH (p:Predicate)\n"
+    "WHERE $namespaces IS NULL OR EXISTS {\n"
+    "  MATCH (f:Fact) WHERE f.predicate = p.name AND " + in_scope("f") + "\n"
+    "}\n"
+    "RETURN p.name AS type, p.stored_as AS stored_as ORDER BY type LIMIT 10000"
 )
 
 # Text retrieval: Lucene BM25 over each chunk's text and its document's title, in every
@@ -288,8 +368,10 @@ RELATION_TYPES: LiteralString = (
 CHUNKS_BY_TEXT: LiteralString = (
     "UNWIND $queries AS q\n"
     "CALL (q) {\n"
-    "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
+    "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $fetch}) YIELD node AS c, score\n"
+    "  WITH c, score WHERE " + chunk_in_scope("c") + "\n"
     "  RETURN c, score\n"
+    "  LIMIT $k\n"
     "}\n"
     "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
     "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
@@ -312,13 +394,15 @@ CORPUS_LANGUAGES: LiteralString = (
 ENTITY_LINKS: LiteralString = (
     "UNWIND $phrases AS phrase\n"
     "CALL (phrase) {\n"
-    "  CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $per_phrase})"
+    "  CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $fetch})"
     " YIELD node, score\n"
+    "  WITH node, score WHERE " + in_scope("node") + "\n"
     "  RETURN node, score\n"
+    "  LIMIT $per_phrase\n"
     "}\n"
     "RETURN phrase, node.id AS id, node.name AS name, node.type AS type,\n"
-    "       node.aliases[..64] AS aliases, score,\n"
-    "       COUNT { (node)<-[:MENTIONS]-() } AS mentions\n"
+    "       " + aliased("node") + "[..64] AS aliases, score,\n"
+    "       " + mention_count("node") + " AS mentions\n"
     "LIMIT $limit"
 )
 
@@ -361,9 +445,9 @@ MENTION_PAGE: LiteralString = (
 
 PASSAGE_HOP: LiteralString = (
     "UNWIND $entity_ids AS eid\n"
-    "MATCH (e:Entity {id: eid})\n"
+    "MATCH (e:Entity {id: eid}) WHERE " + in_scope("e") + "\n"
     "CALL (e) {\n"
-    "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+    "  MATCH (c:Chunk)-[:MENTIONS]->(e) WHERE " + chunk_in_scope("c") + "\n"
     "  RETURN c\n"
     "  LIMIT $per_entity\n"
     "}\n"
@@ -373,9 +457,28 @@ PASSAGE_HOP: LiteralString = (
     "CALL (c) {\n"
     "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
     "  WITH m LIMIT $per_chunk\n"
-    "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
+    "  RETURN collect({id: m.id, name: m.name, mentions: " + mention_count("m") + "})"
     " AS mentioned\n"
     "}\n"
     "RETURN collect({chunk: c.id, title: c.title, reached: reached, mentioned: mentioned})"
     "[..$read_rows] AS rows"
+)
+
+# The namespaces (document sources; kg/scope.py) with what each holds, in the scope. The
+# fact and entity counts scan their labels once per namespace listed.
+NAMESPACES: LiteralString = (
+    "MATCH (d:Document)\n"
+    "WITH d.source AS namespace, count(d) AS documents\n"
+    "WHERE namespace IS NOT NULL AND ($namespaces IS NULL OR namespace IN $namespaces)\n"
+    "WITH namespace, documents ORDER BY namespace LIMIT $limit\n"
+    "CALL (namespace) {\n"
+    "  MATCH (c:Chunk) WHERE c.namespace = namespace RETURN count(c) AS chunks\n"
+    "}\n"
+    "CALL (namespace) {\n"
+    "  MATCH (f:Fact) WHERE namespace IN f.namespaces RETURN count(f) AS facts\n"
+    "}\n"
+    "CALL (namespace) {\n"
+    "  MATCH (e:Entity) WHERE namespace IN e.namespaces RETURN count(e) AS entities\n"
+    "}\n"
+    "RETURN namespace, documents, chunks, facts, entities"
 )

@@ -29,6 +29,7 @@ from kg.cypher.params import (
     MentionPageParams,
     NameLinksParams,
     NamePageParams,
+    NamespacesParams,
     NeighborhoodParams,
     NoParams,
     PassageHopParams,
@@ -60,6 +61,9 @@ class Template:
     # False: its rows hold no temporal values, so the guard hands them on without a walk
     # converting temporals (measured: a tenth of a search's CPU on the example graph).
     temporal: bool = True
+    # False: it reads the whole graph whatever the scope (the per-process caches and counts
+    # search keeps, filtered in memory or not at all); a scoped caller may not run it by name.
+    scoped: bool = True
 
     def text_for(self, params: TemplateParams) -> LiteralString:
         return self.texts[params.variant()]
@@ -127,8 +131,12 @@ class Registry:
 
 
 # Global search reads community reports (kg communities build) by rank; see docs/communities.md.
+# Reports embed their members' text: a scoped caller reads only reports whose members all lie
+# in its namespaces (Community.namespaces, written by kg communities build).
 _COMMUNITY_REPORTS: LiteralString = (
     "MATCH (c:Community) WHERE c.level = $level\n"
+    "  AND ($namespaces IS NULL OR (size(coalesce(c.namespaces, [])) > 0\n"
+    "       AND all(x IN c.namespaces WHERE x IN $namespaces)))\n"
     "RETURN c.id AS id, c.level AS level, c.size AS size, c.rank AS rank, c.title AS title,\n"
     "       c.summary AS summary, c.findings AS findings, c.report_kind AS report_kind\n"
     "ORDER BY c.rank DESC, c.id\n"
@@ -138,9 +146,14 @@ _COMMUNITY_REPORTS: LiteralString = (
 # The router's linking: candidates by phrase; kg/search/router.py keeps exact whole-word matches.
 _NAME_LINKS: LiteralString = (
     "UNWIND $phrases AS phrase\n"
-    "CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $per_phrase})\n"
-    "YIELD node\n"
-    "RETURN DISTINCT node.name AS name, coalesce(node.aliases, []) AS aliases\n"
+    "CALL (phrase) {\n"
+    "  CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $fetch}) YIELD node\n"
+    "  WITH node WHERE " + render.in_scope("node") + "\n"
+    "  RETURN node\n"
+    "  LIMIT $per_phrase\n"
+    "}\n"
+    "RETURN DISTINCT node.name AS name,\n"
+    "       coalesce(" + render.aliased("node") + ", []) AS aliases\n"
     "LIMIT $limit"
 )
 
@@ -236,6 +249,7 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=5000,
         packed=True,
         temporal=False,
+        scoped=False,
     ),
     Template(
         name="evidence_chunks",
@@ -264,6 +278,7 @@ TEMPLATES: tuple[Template, ...] = (
         params=NoParams,
         texts=_one(render.CORPUS_LANGUAGES),
         row_cap=1,
+        scoped=False,
     ),
     Template(
         name="entity_links",
@@ -281,6 +296,7 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.GRAPH_COUNTS),
         row_cap=1,
         temporal=False,
+        scoped=False,
     ),
     Template(
         name="name_page",
@@ -291,6 +307,7 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=10_000,
         packed=True,
         temporal=False,
+        scoped=False,
     ),
     Template(
         name="mention_page",
@@ -302,6 +319,7 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=10_000,
         packed=True,
         temporal=False,
+        scoped=False,
     ),
     Template(
         name="passage_hop",
@@ -328,6 +346,15 @@ TEMPLATES: tuple[Template, ...] = (
         params=CommunityReportsParams,
         texts=_one(_COMMUNITY_REPORTS),
         row_cap=500,
+    ),
+    Template(
+        name="namespaces",
+        description="The namespaces (document sources: a `kg ingest --namespace` name or a "
+        "folder's absolute path) with their document, chunk, fact and entity counts.",
+        params=NamespacesParams,
+        texts=_one(render.NAMESPACES),
+        row_cap=10_000,
+        temporal=False,
     ),
     Template(
         name="name_links",

@@ -8,7 +8,8 @@ names, is what lifted HippoRAG 2 over dense retrieval (issue 25).
 
 The contract (graph model 5)::
 
-    (:Fact {id, text, embedding, predicate, subject_id, object_id, chunk_ids, validFrom, validTo})
+    (:Fact {id, text, embedding, predicate, subject_id, object_id, chunk_ids, namespaces,
+            validFrom, validTo})
     (:Fact)-[:ABOUT]->(:Entity)      for the subject and for the object
 
 ``id`` is the relation's ``key``; everything but ``text`` and ``embedding`` is copied from the
@@ -38,7 +39,7 @@ MATCH (a)-[r]->(b) WHERE r.key = row.key
 MERGE (f:Fact {id: r.key})
 SET f.text = row.text, f.embedding = row.embedding, f.predicate = r.predicate,
     f.subject_id = a.id, f.object_id = b.id, f.chunk_ids = r.chunk_ids,
-    f.validFrom = r.validFrom, f.validTo = r.validTo
+    f.validFrom = r.validFrom, f.validTo = r.validTo, f.namespaces = r.namespaces
 MERGE (f)-[:ABOUT]->(a)
 MERGE (f)-[:ABOUT]->(b)
 """

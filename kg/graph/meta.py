@@ -36,7 +36,10 @@ from kg.errors import GraphModelError
 #    text embedded by the chunk embedder (vector index fact_embedding), ABOUT both its ends.
 # 6: each document records how it was extracted (Document.extraction: llm, metadata or
 #    triplets; extraction_model, extraction_prompt), so another method or model re-extracts it.
-MODEL_VERSION = 6
+# 7: namespaces: every chunk carries its document's source (Chunk.namespace); entities,
+#    relations and facts carry the namespaces of the chunks behind them (``namespaces``), so
+#    search can be scoped to some namespaces and one namespace can be forgotten.
+MODEL_VERSION = 7
 
 #: The vector index each recorded embedder fills, and the setting that chooses it.
 EMBEDDER_INDEXES = {

@@ -42,6 +42,18 @@ Model 5 -> 6:
    else ``metadata`` (the document graph alone: the next plain ``kg ingest`` extracts it, the
    extraction cache making documents already extracted under the same model free).
 
+Model 6 -> 7:
+1. every chunk gets its document's source as ``namespace``;
+2. every entity gets ``namespaces``, those of the chunks that mention it;
+3. every Entity-to-Entity relation and its fact get ``namespaces``, those of the chunks their
+   ``chunk_ids`` name;
+4. whose text gave each alias and description (``alias_sources``, ``description_source``):
+   the one namespace of an entity or relation in one, else unknown (``''``, shown to no
+   scoped caller);
+5. every community gets the namespaces of its members.
+Each step reads only what has no namespace yet (in transactions of a few thousand rows), so a
+migration that stops midway resumes where it stood.
+
 On a current graph, ``kg migrate`` re-embeds the chunks (and facts, which share the chunk
 embedder) or entities whose recorded embedder differs from the configured one (the fix
 :func:`kg.graph.meta.refuse_other_embedders` names).
@@ -156,6 +168,49 @@ CALL (d) {
       d.extraction_model = '', d.extraction_prompt = ''
 } IN TRANSACTIONS OF 1000 ROWS
 """
+# Model 7: namespaces from the documents down (chunks), then up from the chunks (entities,
+# relations and their facts). Only rows without namespaces are read: a rerun resumes.
+_CHUNK_NAMESPACES: LiteralString = """
+MATCH (c:Chunk) WHERE c.namespace IS NULL
+CALL (c) {
+  OPTIONAL MATCH (d:Document {id: c.document_id})
+  SET c.namespace = coalesce(d.source, d.root, '')
+} IN TRANSACTIONS OF 5000 ROWS
+"""
+# Whose text gave an alias or a description was not recorded before model 7: an entity of one
+# namespace gets that one; a shared one gets '' (unknown), which no scoped caller sees.
+_ENTITY_NAMESPACES: LiteralString = """
+MATCH (e:Entity) WHERE e.namespaces IS NULL
+CALL (e) {
+  SET e.namespaces = COLLECT { MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN DISTINCT c.namespace }
+  WITH e, CASE WHEN size(e.namespaces) = 1 THEN e.namespaces[0] ELSE '' END AS only
+  SET e.alias_sources = [a IN coalesce(e.aliases, []) | only],
+      e.description_source = CASE WHEN coalesce(e.description, '') = '' THEN null ELSE only END
+} IN TRANSACTIONS OF 5000 ROWS
+"""
+_RELATION_NAMESPACES: LiteralString = """
+MATCH (:Entity)-[r]->(:Entity) WHERE r.key IS NOT NULL AND r.namespaces IS NULL
+CALL (r) {
+  SET r.namespaces = COLLECT {
+    MATCH (c:Chunk) WHERE c.id IN coalesce(r.chunk_ids, []) RETURN DISTINCT c.namespace
+  }
+  SET r.description_source = CASE WHEN coalesce(r.description, '') <> ''
+                                  AND size(r.namespaces) = 1 THEN r.namespaces[0] END
+  WITH r
+  OPTIONAL MATCH (f:Fact {id: r.key})
+  SET f.namespaces = r.namespaces
+} IN TRANSACTIONS OF 5000 ROWS
+"""
+_COMMUNITY_NAMESPACES: LiteralString = """
+MATCH (c:Community) WHERE c.namespaces IS NULL
+CALL (c) {
+  SET c.namespaces = COLLECT {
+    MATCH (e:Entity)-[:IN_COMMUNITY]->(c) UNWIND coalesce(e.namespaces, []) AS ns
+    RETURN DISTINCT ns ORDER BY ns
+  }
+} IN TRANSACTIONS OF 1000 ROWS
+"""
+_UNSCOPED_CHUNKS: LiteralString = "MATCH (c:Chunk) WHERE c.namespace IS NULL RETURN count(c) AS n"
 _UNRECORDED: LiteralString = "MATCH (d:Document) WHERE d.extraction IS NULL RETURN count(d) AS n"
 _DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
 _ENTITY_TYPES: LiteralString = "MATCH (e:Entity) RETURN DISTINCT e.type AS type LIMIT 100000"
@@ -211,6 +266,7 @@ class MigrationReport:
     facts_created: int = 0
     facts_reembedded: int = 0
     documents_recorded: int = 0  # documents given an extraction record (model 6)
+    chunks_scoped: int = 0  # chunks given their namespace (model 7)
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -275,6 +331,8 @@ def migrate(
         report.documents_recorded = int(records[0]["n"])
         with _session(driver, database) as session:  # IN TRANSACTIONS: auto-commit
             session.run(_RECORD_EXTRACTION).consume()
+    if found is not None and found < 7:
+        report.chunks_scoped = scope_namespaces(driver, database)
     stored = read_embedders(driver, database)
     wanted = {"entity": entity_embedder, "chunk": chunk_embedder}
     for kind, embedder in wanted.items():
@@ -300,6 +358,22 @@ def migrate(
         report.notes.append("nothing to do")
     stamp(driver, database)
     return report
+
+
+def scope_namespaces(driver: Driver, database: str) -> int:
+    """Model 6 -> 7: chunks, entities, relations and facts get their namespaces; how many
+    chunks had none."""
+    records, _, _ = driver.execute_query(_UNSCOPED_CHUNKS, database_=database)
+    count = int(records[0]["n"])
+    with driver.session(database=database) as session:  # IN TRANSACTIONS: auto-commit
+        for step in (
+            _CHUNK_NAMESPACES,
+            _ENTITY_NAMESPACES,
+            _RELATION_NAMESPACES,
+            _COMMUNITY_NAMESPACES,
+        ):
+            session.run(step).consume()
+    return count
 
 
 def _model_1_to_2(

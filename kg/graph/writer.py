@@ -67,7 +67,7 @@ MATCH (d:Document {id: row.document_id})
 MERGE (c:Chunk {id: row.id})
 SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256,
     c.document_id = row.document_id, c.embedding = row.embedding, c.title = row.title,
-    c.language = row.language
+    c.language = row.language, c.namespace = d.source
 REMOVE c:ChunkEn:ChunkRu
 SET c:$(row.label)
 MERGE (c)-[:PART_OF]->(d)
@@ -80,25 +80,48 @@ MATCH (b:Chunk {id: row.next})
 MERGE (a)-[:NEXT]->(b)
 """
 
+# Each alias, and the description, remembers the namespace whose text gave it
+# (alias_sources runs parallel to aliases; description_source): a caller scoped to other
+# namespaces never sees them, and forgetting that namespace removes them (graph model 7).
 _UPSERT_ENTITIES: LiteralString = """
 UNWIND $rows AS row
 MERGE (e:Entity {id: row.id})
 ON CREATE SET e.name = row.name, e.type = row.type, e.first_seen = $now,
-    e.aliases = row.aliases, e.description = row.description, e.embedding = row.embedding
-ON MATCH SET e.aliases = reduce(acc = coalesce(e.aliases, []), a IN row.aliases |
-        CASE WHEN a IN acc OR size(acc) >= $max_aliases THEN acc ELSE acc + a END),
+    e.description = row.description, e.embedding = row.embedding,
+    e.description_source = CASE WHEN coalesce(row.description, '') = '' THEN null
+                                ELSE row.namespace END
+ON MATCH SET
+    e.description_source = CASE
+        WHEN coalesce(e.description, '') = '' AND coalesce(row.description, '') <> ''
+        THEN row.namespace ELSE e.description_source END,
     e.description = CASE WHEN coalesce(e.description, '') = '' THEN row.description
                          ELSE e.description END,
     e.embedding = coalesce(row.embedding, e.embedding)
+WITH e, row, reduce(
+    acc = {aliases: coalesce(e.aliases, []),
+           sources: coalesce(e.alias_sources, [x IN coalesce(e.aliases, []) | ''])},
+    a IN row.aliases |
+    CASE WHEN a IN acc.aliases OR size(acc.aliases) >= $max_aliases THEN acc
+         ELSE {aliases: acc.aliases + a, sources: acc.sources + row.namespace} END) AS merged
+SET e.aliases = merged.aliases, e.alias_sources = merged.sources
 WITH e, row WHERE row.label IS NOT NULL AND e.type = row.type
 SET e:$(row.label)
 """
 
+# One row per entity with the chunks that mention it. An entity's namespaces are those of the
+# chunks that mention it (graph model 7), added once per row: two rows of one entity in a
+# statement would each read the list as it was before either wrote.
 _UPSERT_MENTIONS: LiteralString = """
 UNWIND $rows AS row
-MATCH (c:Chunk {id: row.chunk_id})
 MATCH (e:Entity {id: row.entity_id})
-MERGE (c)-[:MENTIONS]->(e)
+CALL (e, row) {
+  UNWIND row.chunk_ids AS chunk_id
+  MATCH (c:Chunk {id: chunk_id})
+  MERGE (c)-[:MENTIONS]->(e)
+  RETURN collect(DISTINCT c.namespace) AS names
+}
+SET e.namespaces = reduce(acc = coalesce(e.namespaces, []), n IN names |
+    CASE WHEN n IN acc THEN acc ELSE acc + n END)
 """
 
 _MATCH_ENDS: LiteralString = """
@@ -111,6 +134,9 @@ MATCH (b:Entity {id: row.target})
 _SET_RELATION: LiteralString = """
 ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
 ON MATCH SET
+    r.description_source = CASE WHEN coalesce(r.description, '') = ''
+                                THEN row.props.description_source
+                                ELSE r.description_source END,
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
                          ELSE r.description END,
     r.weight = CASE WHEN row.props.weight > r.weight THEN row.props.weight ELSE r.weight END,
@@ -118,6 +144,10 @@ ON MATCH SET
                    + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
     r.validTo = coalesce(row.props.validTo, r.validTo),
     r.last_seen = $now
+WITH a, r, b, row
+SET r.namespaces = reduce(acc = coalesce(r.namespaces, []), ns IN COLLECT {
+        UNWIND row.props.chunk_ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.namespace
+    } | CASE WHEN ns IN acc THEN acc ELSE acc + ns END)
 """
 
 # The relation's fact (kg/graph/facts.py) follows it in the same transaction: provenance and
@@ -126,7 +156,7 @@ ON MATCH SET
 _SYNC_FACT: LiteralString = """
 WITH a, r, b
 OPTIONAL MATCH (f:Fact {id: r.key})
-SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo
+SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo, f.namespaces = r.namespaces
 WITH a, r, b WHERE f IS NULL
 RETURN r.key AS key, a.id AS subject_id, a.name AS subject, r.predicate AS predicate,
        b.id AS object_id, b.name AS object
@@ -173,7 +203,8 @@ UNWIND $rows AS row
 MATCH (a:Entity {id: row.source})-[r]->(b:Entity)
 WHERE r.predicate = row.predicate AND r.validTo IS NULL
 RETURN row.source AS source, row.predicate AS predicate, elementId(r) AS rel, b.id AS target,
-       r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key
+       r.validFrom AS valid_from, r.first_seen AS first_seen, r.key AS key,
+       coalesce(r.namespaces, []) AS namespaces
 """
 
 _CLOSE_EDGES: LiteralString = """
@@ -206,9 +237,16 @@ UNWIND $ids AS doc_id
 MATCH (c:Chunk {document_id: doc_id})-[:MENTIONS]->(e:Entity)-[r]-(:Entity)
 WITH DISTINCT r, collect(DISTINCT c.id) AS gone
 SET r.chunk_ids = [x IN r.chunk_ids WHERE NOT x IN gone]
+SET r.namespaces = COLLECT {
+    MATCH (k:Chunk) WHERE k.id IN r.chunk_ids AND NOT k.id IN gone RETURN DISTINCT k.namespace
+}
+SET r.description = CASE WHEN coalesce(r.description_source, '') IN r.namespaces
+                         THEN r.description ELSE '' END,
+    r.description_source = CASE WHEN coalesce(r.description_source, '') IN r.namespaces
+                                THEN r.description_source END
 WITH r
 OPTIONAL MATCH (f:Fact {id: r.key})
-SET f.chunk_ids = r.chunk_ids
+SET f.chunk_ids = r.chunk_ids, f.namespaces = r.namespaces
 WITH r, f WHERE size(r.chunk_ids) = 0
 DETACH DELETE f
 DELETE r
@@ -230,6 +268,21 @@ MATCH (e:Entity {id: entity_id})
 WHERE NOT EXISTS { (e)-[r]-() WHERE type(r) <> 'IN_COMMUNITY' }
 DETACH DELETE e
 RETURN count(*) AS deleted
+"""
+
+# What stays of an entity a removal touched is scoped by the chunks still mentioning it.
+# Aliases and a description that came from a namespace the entity is no longer in go with it.
+_RESCOPE_ENTITIES: LiteralString = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {id: entity_id})
+SET e.namespaces = COLLECT { MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN DISTINCT c.namespace }
+WITH e, [i IN range(0, size(coalesce(e.aliases, [])) - 1)
+         WHERE coalesce(e.alias_sources[i], '') IN e.namespaces] AS kept
+SET e.aliases = [i IN kept | e.aliases[i]], e.alias_sources = [i IN kept | e.alias_sources[i]],
+    e.description = CASE WHEN coalesce(e.description_source, '') IN e.namespaces
+                         THEN e.description ELSE '' END,
+    e.description_source = CASE WHEN coalesce(e.description_source, '') IN e.namespaces
+                                THEN e.description_source END
 """
 
 _DELETE_DOCUMENTS: LiteralString = """
@@ -290,6 +343,7 @@ class EntityRow:
     description: str = ""
     aliases: tuple[str, ...] = ()
     embedding: list[float] | None = None
+    namespace: str = ""  # whose text gave the aliases and description (graph model 7)
 
 
 @dataclass(frozen=True)
@@ -304,6 +358,7 @@ class RelationRow:
     valid_from: date | datetime | None = None
     valid_to: date | datetime | None = None
     chunk_ids: tuple[str, ...] = ()
+    namespace: str = ""  # whose text gave the description (graph model 7)
 
     @property
     def key(self) -> str:
@@ -474,14 +529,31 @@ class GraphWriter:
                 "description": e.description,
                 "aliases": self._bounded_aliases(e.aliases),
                 "embedding": e.embedding,
+                "namespace": e.namespace,
             }
             for e in entities
         ]
         return self._batched(_UPSERT_ENTITIES, rows)
 
     def upsert_mentions(self, pairs: Iterable[tuple[str, str]]) -> WriteCounts:
-        rows = [{"chunk_id": c, "entity_id": e} for c, e in sorted(set(pairs))]
-        return self._batched(_UPSERT_MENTIONS, rows)
+        """MENTIONS links, about ``batch_size`` of them per transaction, one row per entity
+        in each (an entity with more chunks than a batch spans several transactions)."""
+        chunks: dict[str, list[str]] = {}
+        for chunk_id, entity_id in sorted(set(pairs)):
+            chunks.setdefault(entity_id, []).append(chunk_id)
+        counts = WriteCounts()
+        batch: list[dict[str, Any]] = []
+        size = 0
+        for entity_id, ids in chunks.items():
+            for part in _batches(ids, self.batch_size):
+                if batch and size + len(part) > self.batch_size:
+                    counts.add(self._batched(_UPSERT_MENTIONS, batch))
+                    batch, size = [], 0
+                batch.append({"entity_id": entity_id, "chunk_ids": part})
+                size += len(part)
+        if batch:
+            counts.add(self._batched(_UPSERT_MENTIONS, batch))
+        return counts
 
     def upsert_relations(self, relations: Sequence[RelationRow]) -> WriteCounts:
         """Merge relations (re-asserting updates provenance), then close superseded ones."""
@@ -501,6 +573,7 @@ class GraphWriter:
                         "validFrom": r.valid_from,
                         "validTo": r.valid_to,
                         "chunk_ids": list(r.chunk_ids),
+                        "description_source": r.namespace if r.description else None,
                     },
                 }
             )
@@ -582,7 +655,14 @@ class GraphWriter:
             first_seen = r["first_seen"].to_native() if r["first_seen"] is not None else None
             valid_from = r["valid_from"].to_native() if r["valid_from"] is not None else None
             groups.setdefault((r["source"], r["predicate"]), []).append(
-                OpenEdge(r["rel"], r["target"], r["key"], valid_from, first_seen)
+                OpenEdge(
+                    r["rel"],
+                    r["target"],
+                    r["key"],
+                    valid_from,
+                    first_seen,
+                    frozenset(r["namespaces"]),
+                )
             )
         closing = [
             {"rel": old.rel, "valid_to": new_from, "closed_by": by}
@@ -603,6 +683,7 @@ class GraphWriter:
             for ids in _batches(touched, self.batch_size):
                 deleted = self._write(_DELETE_ORPHANS, ids, key="ids")
                 counts.entities_deleted += sum(int(r["deleted"]) for r in deleted)
+                self._write(_RESCOPE_ENTITIES, ids, key="ids")
         return counts
 
     def set_document_roots(self, document_ids: Sequence[str], root: str) -> None:
@@ -694,6 +775,13 @@ class OpenEdge:
     key: str
     valid_from: date | datetime | None
     first_seen: datetime | None
+    # Only a fact of a namespace the edge shares closes it (empty: a graph before model 7)
+    namespaces: frozenset[str] = frozenset()
+
+    def shares(self, other: OpenEdge) -> bool:
+        return (
+            not self.namespaces or not other.namespaces or bool(self.namespaces & other.namespaces)
+        )
 
 
 def _day(value: date | datetime) -> date:
@@ -707,7 +795,8 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
     validFrom; a dated edge is closed by the next dated edge (by validFrom) with another target;
     an undated edge is closed by the earliest dated edge with another target that was learned
     no earlier than it (first_seen). Edges to the same target never close each other; kg never
-    invents a date.
+    invents a date. A fact closes only edges it shares a namespace with: one corpus never
+    ends another's facts.
     """
     dated = sorted(
         (e for e in edges if e.valid_from is not None),
@@ -718,7 +807,11 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
         assert old.valid_from is not None
         for new in dated[i + 1 :]:
             assert new.valid_from is not None
-            if new.target != old.target and _day(new.valid_from) > _day(old.valid_from):
+            if (
+                new.target != old.target
+                and _day(new.valid_from) > _day(old.valid_from)
+                and new.shares(old)
+            ):
                 result.append((old, new.valid_from, new.key))
                 break
     for old in (e for e in edges if e.valid_from is None):
@@ -727,7 +820,7 @@ def superseded(edges: Sequence[OpenEdge]) -> list[tuple[OpenEdge, date | datetim
             learned_later = (
                 old.first_seen is None or new.first_seen is None or new.first_seen >= old.first_seen
             )
-            if new.target != old.target and learned_later:
+            if new.target != old.target and learned_later and new.shares(old):
                 result.append((old, new.valid_from, new.key))
                 break
     return result
@@ -768,5 +861,6 @@ def _merge_duplicates(relations: Sequence[RelationRow], max_chunk_ids: int) -> l
             valid_from=seen.valid_from,
             valid_to=seen.valid_to or rel.valid_to,
             chunk_ids=tuple(dict.fromkeys(seen.chunk_ids + rel.chunk_ids))[:max_chunk_ids],
+            namespace=seen.namespace if seen.description else rel.namespace,
         )
     return list(folded.values())

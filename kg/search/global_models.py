@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kg.instants import AsOf
 from kg.models import no_nul
+from kg.scope import NamespaceList
 from kg.search.models import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
@@ -49,6 +50,7 @@ class GlobalSearchRequest(BaseModel):
         description="Community level; default KG_COMMUNITIES__GLOBAL_LEVEL.",
     )
     limit: int = Field(10, ge=1, le=MAX_GLOBAL_LIMIT, description="Reports returned (and mapped).")
+    namespaces: NamespaceList | None = None
 
     @field_validator("query")
     @classmethod
@@ -120,6 +122,7 @@ class RoutedRequest(BaseModel):
     as_of: AsOf | None = None
     relation_types: list[RelationType] | None = Field(None, max_length=MAX_RELATION_FILTERS)
     level: int | None = Field(None, ge=0, le=MAX_LEVEL, description="Global search's level.")
+    namespaces: NamespaceList | None = None
 
     @field_validator("query")
     @classmethod

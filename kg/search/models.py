@@ -18,6 +18,7 @@ from pydantic import (
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
 from kg.models import RELATION_TYPE_RE, no_nul
+from kg.scope import NamespaceList
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
@@ -69,6 +70,7 @@ class SearchRequest(BaseModel):
     limit: int = Field(20, ge=1, le=MAX_LIMIT)
     as_of: AsOf | None = None
     relation_types: list[RelationType] | None = Field(None, max_length=MAX_RELATION_FILTERS)
+    namespaces: NamespaceList | None = None
 
     @field_validator("query")
     @classmethod
@@ -204,6 +206,19 @@ class Neighborhood(BaseModel):
     entities: list[EntityHit]
     relations: list[RelationHit]
     truncated: bool = Field(description="True when the row cap cut the expansion short.")
+
+
+class NamespaceInfo(BaseModel):
+    """One namespace (a document source) with what it holds (``kg namespaces``,
+    ``GET /namespaces``)."""
+
+    namespace: str = Field(
+        description="The `kg ingest --namespace` name, or the ingested folder's absolute path."
+    )
+    documents: int
+    chunks: int
+    facts: int = Field(description="Facts with provenance in the namespace (shared ones too).")
+    entities: int = Field(description="Entities mentioned in the namespace (shared ones too).")
 
 
 class TemplateInfo(BaseModel):

@@ -39,10 +39,11 @@ from neo4j import AsyncDriver
 from neo4j.api import BookmarkManager
 from pydantic import ValidationError
 
+from kg import scope
 from kg.cypher.guard import Guard
 from kg.cypher.params import MAX_TEXT_CHARS, NoParams
 from kg.cypher.templates import REGISTRY, Registry
-from kg.errors import KGError, QueryRejected, only_sent
+from kg.errors import KGError, QueryRejected, ScopeDenied, only_sent
 from kg.languages import LANGUAGES, LanguageCode, detect
 from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
@@ -154,7 +155,14 @@ class SearchService:
         return await self.guard.health()
 
     async def run_template(self, name: str, params: Mapping[str, Any]) -> TemplateResult:
-        """Run one registry template by name with validated parameters."""
+        """Run one registry template by name with validated parameters. A caller scoped to
+        some namespaces may not run a template that reads the whole graph."""
+        template = self.guard.registry.get(name)
+        if not template.scoped and (scope.current() is not None or scope.ceiling() is not None):
+            raise ScopeDenied(
+                f"template {name} reads the whole graph: a caller scoped to namespaces "
+                "cannot run it"
+            )
         return await self.guard.run(name, params)
 
     async def get_entity(self, entity_id: str) -> EntityDetail:

@@ -21,6 +21,7 @@ from neo4j import Driver
 
 from kg import KnowledgeGraph
 from kg.errors import ConfigError, exit_code
+from kg.graph.meta import MODEL_VERSION
 from kg.search.global_models import RoutedRequest
 from kg.settings import Settings
 from tests.clienv import cli_env
@@ -429,7 +430,7 @@ def test_migrate_gives_older_documents_a_record(
     assert "kg migrate" in refused.stderr
     proc = cli.run("migrate")
     assert proc.returncode == 0, proc.stderr
-    assert read_model(clean_graph, cli.settings.neo4j.database).version == 6
+    assert read_model(clean_graph, cli.settings.neo4j.database).version == MODEL_VERSION
     rows = clean_graph.execute_query(
         "MATCH (d:Document) RETURN d.path AS p, d.extraction AS m, d.extraction_model AS model"
     ).records

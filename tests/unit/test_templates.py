@@ -11,7 +11,10 @@ from pydantic import ValidationError
 
 from kg.cypher import REGISTRY, escape_lucene
 from kg.cypher.params import (
+    MAX_FETCH,
+    SCOPE_OVERFETCH,
     VECTOR_OVERSAMPLING,
+    ChunksByTextParams,
     ChunksByVectorParams,
     EntityLinksParams,
     EntitySeedsParams,
@@ -25,34 +28,35 @@ from kg.search.fusion import rrf
 # sha256 (first 16 hex digits) of every rendered text. Update deliberately, with a review of
 # the text, an EXPLAIN (tests/integration/test_guard.py) and docs/templates.md.
 PINNED = {
-    ("entity_neighborhood", "depth1"): "7a17a116722bbfbb",
-    ("entity_neighborhood", "depth2"): "7a7d4df958b446ec",
-    ("entity_neighborhood", "depth3"): "1cc7f1585b6537be",
-    ("seed_expansion", "depth1"): "7a17a116722bbfbb",
-    ("seed_expansion", "depth2"): "7a7d4df958b446ec",
-    ("seed_expansion", "depth3"): "1cc7f1585b6537be",
-    ("paths_between", "depth1"): "26b6fa733c29fa9d",
-    ("paths_between", "depth2"): "48f4ee847f913f50",
-    ("paths_between", "depth3"): "386103bfccf503d9",
-    ("entity_sources", "default"): "3b258d1da16435ce",
-    ("relations_valid_at", "default"): "61a05322c2c17101",
-    ("entity_by_id", "default"): "aa1503287628c1f6",
-    ("entity_details", "default"): "ec3321dc65062963",
-    ("entity_seeds", "default"): "5ef3c58ac4c690a4",
-    ("chunks_by_vector", "default"): "c91e1801791a9869",
-    ("chunks_by_text", "default"): "062682d1b62f7060",
-    ("corpus_languages", "default"): "cf58f680559bb800",
-    ("entity_links", "default"): "549e329741caddbe",
-    ("mention_page", "default"): "c7de3df4602d9a9b",
-    ("facts_by_vector", "default"): "ee6173e1a09f30e1",
+    ("entity_neighborhood", "depth1"): "aa7404a955f9033c",
+    ("entity_neighborhood", "depth2"): "417ebee844313b4e",
+    ("entity_neighborhood", "depth3"): "29d13bfc0c28e194",
+    ("seed_expansion", "depth1"): "aa7404a955f9033c",
+    ("seed_expansion", "depth2"): "417ebee844313b4e",
+    ("seed_expansion", "depth3"): "29d13bfc0c28e194",
+    ("paths_between", "depth1"): "2c6cfd4c4914a920",
+    ("paths_between", "depth2"): "a7d377c9e63db1da",
+    ("paths_between", "depth3"): "5b7924b4e8997a1d",
+    ("entity_sources", "default"): "a3630d061b41d9ba",
+    ("relations_valid_at", "default"): "29aa85ff8f77bb88",
+    ("entity_by_id", "default"): "93d67aacc1a71ed6",
+    ("entity_details", "default"): "1a4de69cd791648b",
+    ("entity_seeds", "default"): "834d959d23290a3f",
+    ("chunks_by_vector", "default"): "4826d9f42809c576",
+    ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "c68b2a7a4b1f2d6f",
-    ("passage_hop", "default"): "ea35ee02b379c5e0",
+    ("evidence_chunks", "default"): "35820511e2f908fd",
+    ("chunks_by_text", "default"): "ab7e536822b8fb88",
+    ("corpus_languages", "default"): "cf58f680559bb800",
+    ("entity_links", "default"): "247b2dda8bdb2fc1",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
-    ("evidence_chunks", "default"): "fe107e6f4a9f2adf",
-    ("relation_types", "default"): "e301900dc3e6b64d",
-    ("community_reports", "default"): "a6b32318bbb5ba85",
-    ("name_links", "default"): "59a9c73fa1d1afe5",
+    ("mention_page", "default"): "c7de3df4602d9a9b",
+    ("passage_hop", "default"): "b19af6518d7b215f",
+    ("relation_types", "default"): "4fa963817c7f1910",
+    ("community_reports", "default"): "cc2fb5a79bbe4ea2",
+    ("namespaces", "default"): "a6928f0317717269",
+    ("name_links", "default"): "c578c01040db627c",
 }
 
 
@@ -69,10 +73,22 @@ def test_every_text_is_pinned() -> None:
 
 def test_entity_by_id_text_verbatim() -> None:
     assert REGISTRY.get("entity_by_id").texts["default"] == (
-        "MATCH (e:Entity {id: $entity_id})\n"
-        "RETURN e {.id, .name, .type, .description, .aliases} AS entity,\n"
-        "       COUNT { (e)--() } AS degree,\n"
-        "       COUNT { (e)<-[:MENTIONS]-() } AS mentions\n"
+        "MATCH (e:Entity {id: $entity_id}) WHERE ($namespaces IS NULL OR any(x IN"
+        " coalesce(e.namespaces, []) WHERE x IN $namespaces))\n"
+        "RETURN e {.id, .name, .type, description: CASE WHEN $namespaces IS NULL OR"
+        " e.description_source IN $namespaces THEN e.description ELSE null END,\n"
+        "       aliases: CASE WHEN $namespaces IS NULL THEN e.aliases ELSE [i IN"
+        " range(0, size(coalesce(e.aliases, [])) - 1) WHERE e.alias_sources[i] IN"
+        " $namespaces | e.aliases[i]] END} AS entity,\n"
+        "       CASE WHEN $namespaces IS NULL THEN COUNT { (e)--() }\n"
+        "            ELSE COUNT { (e)-[r]-(:Entity) WHERE ($namespaces IS NULL OR"
+        " any(x IN coalesce(r.namespaces, []) WHERE x IN $namespaces)) }\n"
+        "                 + COUNT { (e)<-[:MENTIONS]-(k:Chunk) WHERE k.namespace IN"
+        " $namespaces }\n"
+        "       END AS degree,\n"
+        "       CASE WHEN $namespaces IS NULL THEN COUNT { (e)<-[:MENTIONS]-() } ELSE"
+        " COUNT { (e)<-[:MENTIONS]-(k:Chunk) WHERE k.namespace IN $namespaces } END AS"
+        " mentions\n"
         "LIMIT 1"
     )
 
@@ -81,8 +97,11 @@ def test_retrieval_templates_verbatim() -> None:
     assert REGISTRY.get("chunks_by_text").texts["default"] == (
         "UNWIND $queries AS q\n"
         "CALL (q) {\n"
-        "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $k}) YIELD node AS c, score\n"
+        "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $fetch}) YIELD"
+        " node AS c, score\n"
+        "  WITH c, score WHERE ($namespaces IS NULL OR c.namespace IN $namespaces)\n"
         "  RETURN c, score\n"
+        "  LIMIT $k\n"
         "}\n"
         "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
         "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
@@ -91,9 +110,11 @@ def test_retrieval_templates_verbatim() -> None:
     )
     assert REGISTRY.get("passage_hop").texts["default"] == (
         "UNWIND $entity_ids AS eid\n"
-        "MATCH (e:Entity {id: eid})\n"
+        "MATCH (e:Entity {id: eid}) WHERE ($namespaces IS NULL OR any(x IN"
+        " coalesce(e.namespaces, []) WHERE x IN $namespaces))\n"
         "CALL (e) {\n"
-        "  MATCH (c:Chunk)-[:MENTIONS]->(e)\n"
+        "  MATCH (c:Chunk)-[:MENTIONS]->(e) WHERE ($namespaces IS NULL OR c.namespace"
+        " IN $namespaces)\n"
         "  RETURN c\n"
         "  LIMIT $per_entity\n"
         "}\n"
@@ -103,11 +124,12 @@ def test_retrieval_templates_verbatim() -> None:
         "CALL (c) {\n"
         "  MATCH (c)-[:MENTIONS]->(m:Entity)\n"
         "  WITH m LIMIT $per_chunk\n"
-        "  RETURN collect({id: m.id, name: m.name, mentions: COUNT { (m)<-[:MENTIONS]-() }})"
-        " AS mentioned\n"
+        "  RETURN collect({id: m.id, name: m.name, mentions: CASE WHEN $namespaces IS"
+        " NULL THEN COUNT { (m)<-[:MENTIONS]-() } ELSE COUNT {"
+        " (m)<-[:MENTIONS]-(k:Chunk) WHERE k.namespace IN $namespaces } END}) AS mentioned\n"
         "}\n"
-        "RETURN collect({chunk: c.id, title: c.title, reached: reached, mentioned: mentioned})"
-        "[..$read_rows] AS rows"
+        "RETURN collect({chunk: c.id, title: c.title, reached: reached, mentioned:"
+        " mentioned})[..$read_rows] AS rows"
     )
     assert REGISTRY.get("graph_counts").texts["default"] == (
         "CALL () { MATCH (e:Entity) RETURN count(e) AS entities }\n"
@@ -125,8 +147,13 @@ def test_retrieval_templates_verbatim() -> None:
     assert REGISTRY.get("facts_by_vector").texts["default"] == (
         "CALL db.index.vector.queryNodes('fact_embedding', $candidates, $embedding)"
         " YIELD node AS f, score\n"
-        "RETURN f.id AS id, f.text AS text, f.subject_id AS subject_id, f.object_id AS object_id,\n"
-        "       f.chunk_ids[..20] AS chunk_ids, score\n"
+        "WITH f, score WHERE ($namespaces IS NULL OR any(x IN coalesce(f.namespaces,"
+        " []) WHERE x IN $namespaces))\n"
+        "RETURN f.id AS id, f.text AS text, f.subject_id AS subject_id, f.object_id AS"
+        " object_id,\n"
+        "       CASE WHEN $namespaces IS NULL THEN f.chunk_ids[..20] ELSE [cid IN"
+        " coalesce(f.chunk_ids, []) WHERE EXISTS { MATCH (k:Chunk {id: cid}) WHERE"
+        " k.namespace IN $namespaces }][..20] END AS chunk_ids, score\n"
         "ORDER BY score DESC\n"
         "LIMIT $k"
     )
@@ -160,6 +187,35 @@ def test_linking_phrases_are_quoted_words_only() -> None:
 def test_vector_search_asks_the_index_for_more_neighbours_than_it_keeps() -> None:
     params = ChunksByVectorParams(embedding=[0.1] * 8, k=5).cypher_params()
     assert (params["k"], params["candidates"]) == (5, 5 * VECTOR_OVERSAMPLING)
+
+
+def test_a_scoped_read_asks_the_indexes_for_more_candidates() -> None:
+    """Neo4j 5.26's index queries cannot filter first: a scoped read over-fetches, bounded."""
+    plain = ChunksByVectorParams(embedding=[0.1] * 8, k=5)
+    scoped = ChunksByVectorParams(embedding=[0.1] * 8, k=5, namespaces=["a"])
+    assert scoped.cypher_params()["candidates"] == (
+        plain.cypher_params()["candidates"] * SCOPE_OVERFETCH
+    )
+    text = ChunksByTextParams(text="x", k=7, namespaces=["a"]).cypher_params()
+    assert (text["k"], text["fetch"]) == (7, 7 * SCOPE_OVERFETCH)
+    assert ChunksByTextParams(text="x", k=1000, namespaces=["a"]).cypher_params()["fetch"] == (
+        MAX_FETCH
+    )
+    assert EntityLinksParams(phrases=[["a"]]).cypher_params()["fetch"] == 5
+    for bad in ([], [""], ["a\x00b"], ["x" * 1025], ["n"] * 51):
+        with pytest.raises(ValidationError):
+            ChunksByTextParams(text="x", namespaces=bad)
+
+
+def test_every_scoped_template_names_the_scope_and_only_caches_read_everything() -> None:
+    """Every template either keeps to $namespaces or is one of the whole-graph reads search
+    keeps per process (refused to a scoped caller by name)."""
+    whole = {t.name for t in REGISTRY if not t.scoped}
+    assert whole == {"corpus_languages", "graph_counts", "name_page", "mention_page", "fact_page"}
+    for template in REGISTRY:
+        if template.scoped:
+            for text in template.texts.values():
+                assert "$namespaces" in text, template.name
 
 
 def test_required_templates_exist() -> None:
@@ -215,7 +271,7 @@ def test_expansion_repeats_one_bounded_hop_per_depth() -> None:
 
 def test_every_template_has_a_limit_or_a_single_row() -> None:
     for key, text in _all_texts().items():
-        assert "LIMIT" in text or "{limit: $k}" in text, key
+        assert "LIMIT" in text or "[..$k]" in text, key
         assert REGISTRY.get(key[0]).row_cap >= 1
 
 

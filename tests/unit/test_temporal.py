@@ -50,3 +50,18 @@ def test_undated_fact_learned_later_is_not_closed_by_an_older_dated_one() -> Non
 def test_undated_facts_never_close_anything() -> None:
     edges = [edge("a", "A", None, seen=T0), edge("b", "B", None, seen=T1)]
     assert closed(edges) == {}
+
+
+def test_a_fact_closes_only_edges_of_its_own_namespaces() -> None:
+    """One corpus never ends another's facts (graph model 7): a newer owner stated in beta
+    leaves alpha's owner open, and closes the edge alpha and beta both state."""
+
+    def scoped(key: str, target: str, since: date | None, *namespaces: str) -> OpenEdge:
+        return OpenEdge(f"r-{key}", target, key, since, T0, frozenset(namespaces))
+
+    edges = [
+        scoped("alpha", "A", date(2020, 1, 1), "alpha"),
+        scoped("shared", "S", date(2021, 1, 1), "alpha", "beta"),
+        scoped("beta", "B", date(2024, 1, 1), "beta"),
+    ]
+    assert closed(edges) == {"shared": date(2024, 1, 1), "alpha": date(2021, 1, 1)}

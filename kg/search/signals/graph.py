@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kg import scope
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import (
     MAX_TEXT_CHARS,
@@ -225,7 +226,12 @@ class GraphSignal:
                 return []
             # the counts of the last search: a fact written since is matched from the next one
             stamp, _ = self._names.last()
-            matrix = await self._facts.for_stamp(stamp or await self._names.counts())
+            # Scoped, the vector index is asked, through the scoped template (kg/scope.py).
+            matrix = (
+                None
+                if scope.current() is not None
+                else await self._facts.for_stamp(stamp or await self._names.counts())
+            )
             if matrix is not None:
                 return matrix.nearest(vector, search.fact_seeds)
             params = FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds)
@@ -278,7 +284,13 @@ class GraphSignal:
             self._link(link_text), self._anchors(question)
         )
         stamp, _ = self._names.last()
-        graph = await self._passage_graph.for_stamp(stamp or await self._names.counts())
+        # The passage graph in memory is the whole graph's: a scoped search reads its passages
+        # hop by hop, through the scoped template (kg/scope.py).
+        graph = (
+            None
+            if scope.current() is not None
+            else await self._passage_graph.for_stamp(stamp or await self._names.counts())
+        )
         seeds = dict(linked)
         for eid, weight in fact_seeds(facts, linked, graph, self._search.fact_weight).items():
             old, info = seeds.get(eid, (0.0, {"id": eid}))

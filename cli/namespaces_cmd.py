@@ -1,0 +1,55 @@
+"""``kg namespaces``: the namespaces (document sources) the graph holds, with their counts."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from typing import Annotated
+
+from cyclopts import Parameter
+from rich.console import Console
+from rich.table import Table
+
+from cli.output import inert
+from kg import KnowledgeGraph
+
+
+def namespaces(
+    *,
+    json: Annotated[bool, Parameter(help="Print the list as JSON (GET /namespaces's body).")] = (
+        False
+    ),
+) -> int:
+    """List the namespaces (document sources) with their counts.
+
+    A namespace is the name given to `kg ingest --namespace`, else the ingested folder's
+    absolute path. `kg search --namespace NAME` keeps a search to it; `kg forget --namespace
+    NAME` removes it.
+
+    Parameters
+    ----------
+    json
+        Print the list as JSON (GET /namespaces's body).
+    """
+    with KnowledgeGraph() as graph:
+        graph.check_model()
+        found = graph.namespaces()
+    if json:
+        print(jsonlib.dumps([n.model_dump() for n in found]))  # noqa: T201 - the output
+        return 0
+    console = Console()
+    if not found:
+        console.print("no namespaces: the graph holds no documents")
+        return 0
+    table = Table(title="Namespaces", title_justify="left")
+    for column in ("namespace", "documents", "chunks", "facts", "entities"):
+        table.add_column(column, justify="left" if column == "namespace" else "right")
+    for n in found:
+        table.add_row(
+            inert(n.namespace),
+            str(n.documents),
+            str(n.chunks),
+            str(n.facts),
+            str(n.entities),
+        )
+    console.print(table)
+    return 0
