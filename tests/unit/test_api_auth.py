@@ -51,6 +51,34 @@ def test_keys_come_from_a_comma_separated_env_value(monkeypatch: pytest.MonkeyPa
     assert keys == ["alpha", "beta"]
 
 
+def test_keys_may_be_bound_to_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``key::ns1|ns2`` in the comma form, objects in the JSON form; a plain key is unscoped."""
+    from api.auth import AccessPolicy
+    from kg.settings import Settings
+
+    monkeypatch.setenv("KG_API__API_KEYS", "team-a::handbook|/srv/docs/a, admin")
+    api = Settings().api
+    assert [(k.get_secret_value(), k.namespaces) for k in api.api_keys] == [
+        ("team-a", ("handbook", "/srv/docs/a")),
+        ("admin", None),
+    ]
+    monkeypatch.setenv("KG_API__API_KEYS", '[{"key": "team-b", "namespaces": ["a,b|c"]}, "plain"]')
+    api = Settings().api
+    assert [(k.get_secret_value(), k.namespaces) for k in api.api_keys] == [
+        ("team-b", ("a,b|c",)),
+        ("plain", None),
+    ]
+    policy = AccessPolicy.from_settings(api)
+    assert policy.namespaces_of("Bearer team-b") == ("a,b|c",)
+    assert policy.namespaces_of("Bearer plain") is None
+    assert policy.namespaces_of("Bearer wrong") is None
+    assert policy.namespaces_of(None) is None
+    for bad in ("k::", "k::|", '[{"key": "k", "namespaces": []}]'):
+        monkeypatch.setenv("KG_API__API_KEYS", bad)
+        with pytest.raises(ValueError, match="namespace"):
+            Settings()
+
+
 def test_key_matches_any_configured_key_only() -> None:
     keys = [SecretStr("alpha"), SecretStr("beta"), SecretStr("")]
     assert key_matches("alpha", keys)
