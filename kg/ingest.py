@@ -634,10 +634,11 @@ def _write(
     ]
     # Hashes are cleared before anything of a changed document is touched.
     writer.upsert_documents(doc_rows)
-    # Only documents the graph already held have old contents to remove.
+    # Only documents the graph already held have old contents to remove. The entities they
+    # mentioned are settled last: the new contents may mention them again.
+    touched: list[str] = []
     if plan.stored:
-        removed = writer.remove_document_contents(sorted(plan.stored))
-        summary.entities_removed += removed.entities_deleted
+        writer.remove_document_contents(sorted(plan.stored), touched=touched)
     progress.advance()
     # Every chunk is written, with or without facts, except those whose extraction failed
     # (their document stays incomplete and is redone by the next run).
@@ -665,6 +666,8 @@ def _write(
     summary.relations_updated = counts.relations_written - counts.relationships_created
     summary.relations_closed = counts.relations_closed
     summary.facts_created = counts.facts_written
+    if touched:
+        summary.entities_removed += writer.settle_entities(touched)
     progress.advance()
     writer.complete_documents([row for row in doc_rows if row.id not in incomplete])
     progress.advance()

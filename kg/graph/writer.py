@@ -673,18 +673,36 @@ class GraphWriter:
             self._write(_CLOSE_EDGES, closing)
         return len(closing)
 
-    def remove_document_contents(self, document_ids: Sequence[str]) -> WriteCounts:
-        """Remove chunks of these documents and whatever only they supported."""
+    def remove_document_contents(
+        self, document_ids: Sequence[str], *, touched: list[str] | None = None
+    ) -> WriteCounts:
+        """Remove chunks of these documents and whatever only they supported.
+
+        With ``touched``, the entities the chunks mentioned are added to it instead of settled
+        here: a re-ingest settles them (:meth:`settle_entities`) after it wrote the new
+        contents, so an entity that only this document mentions, and that its new text
+        mentions again (its title), is kept, not deleted under the mentions about to link it.
+        """
         counts = WriteCounts()
         for batch in _batches(list(document_ids), max(1, self.batch_size // 10)):
             self._write(_DETACH_CHUNK_IDS, batch, key="ids")
             records = self._write(_DELETE_CHUNKS, batch, key="ids")
-            touched = [eid for r in records for eid in r["touched"]]
-            for ids in _batches(touched, self.batch_size):
-                deleted = self._write(_DELETE_ORPHANS, ids, key="ids")
-                counts.entities_deleted += sum(int(r["deleted"]) for r in deleted)
-                self._write(_RESCOPE_ENTITIES, ids, key="ids")
+            found = [eid for r in records for eid in r["touched"]]
+            if touched is not None:
+                touched.extend(found)
+            else:
+                counts.entities_deleted += self.settle_entities(found)
         return counts
+
+    def settle_entities(self, entity_ids: Sequence[str]) -> int:
+        """Delete those of these entities left with no mention and no fact, and scope what
+        stays of the others by the chunks still mentioning them; returns how many went."""
+        deleted = 0
+        for ids in _batches(list(dict.fromkeys(entity_ids)), self.batch_size):
+            records = self._write(_DELETE_ORPHANS, ids, key="ids")
+            deleted += sum(int(r["deleted"]) for r in records)
+            self._write(_RESCOPE_ENTITIES, ids, key="ids")
+        return deleted
 
     def set_document_roots(self, document_ids: Sequence[str], root: str) -> None:
         """Record ``root`` as the folder these (unchanged) documents were last loaded from."""

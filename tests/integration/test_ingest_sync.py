@@ -186,6 +186,30 @@ def test_global_search_forgets_a_deleted_file_once_communities_are_built_again(
     assert "Quokkaflux" not in reports()
 
 
+def test_a_changed_document_keeps_the_entity_only_it_mentions(
+    cli: Cli, clean_graph: Driver, tmp_path: Path
+) -> None:
+    """Its old contents go first and its title entity had no other mention: it used to be
+    deleted as an orphan before the new mentions could link it, and never came back."""
+    root = folder(tmp_path, {"quokka.md": DOCS["quokka.md"]})
+    cli.ingest(str(root), "--graph", "metadata")
+
+    def linked() -> dict[str, int]:
+        records = clean_graph.execute_query(
+            "MATCH (e:Entity) RETURN e.name AS name, COUNT { (:Chunk)-[:MENTIONS]->(e) } AS n"
+        ).records
+        return {r["name"]: r["n"] for r in records}
+
+    before = linked()
+    assert before.get("Quokka", 0) > 0
+    (root / "quokka.md").write_text(DOCS["quokka.md"] + "\nQuokka orders come in at night.\n")
+    again = cli.ingest(str(root), "--graph", "metadata")
+    assert again["documents_changed"] == 1
+    after = linked()
+    assert after.get("Quokka", 0) > 0, after
+    assert set(before) <= set(after)  # nothing the new text still names was lost
+
+
 # -- what must never delete anything -------------------------------------------------------------
 
 
