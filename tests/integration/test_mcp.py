@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from kg_mcp.server import MAX_RESULT_CHARS
 from tests.apiserver import free_port
 from tests.clienv import cli_env
 from tests.fakellm import Reply, ScriptedLLM
+from tests.mcpserver import mcp_http_server
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "platform-docs"
@@ -169,28 +168,8 @@ def test_stdio_with_the_sdk_client(corpus: Driver, settings: Settings, llm: Scri
 def http_server(corpus: Driver, settings: Settings, llm: ScriptedLLM) -> Iterator[str]:
     """`kg mcp --http` with an API key configured, on a free loopback port."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "mcp", "--http", "--port", str(port)],
-        env=_env(settings, llm, KG_API__API_KEYS=KEY),
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url, timeout=2)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "") from None
-                time.sleep(0.3)
+    with mcp_http_server(_env(settings, llm, KG_API__API_KEYS=KEY), port) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_streamable_http_with_the_sdk_client_and_a_key(http_server: str) -> None:

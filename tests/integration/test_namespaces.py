@@ -14,7 +14,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, LiteralString
@@ -36,6 +35,7 @@ from tests.clienv import cli_env
 from tests.conftest import _wipe
 from tests.fakellm import Reply, ScriptedLLM
 from tests.graphsnap import _clean
+from tests.mcpserver import mcp_http_server
 
 REPO = Path(__file__).resolve().parents[2]
 ALPHA_KEY = "alpha-key-5b1d9e"
@@ -445,28 +445,8 @@ def mcp_url(corpus: Corpus) -> Iterator[str]:
         KG_ANSWER__MODEL="scripted",
         KG_SEARCH__QUERY_TIMEOUT_S="60",
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "mcp", "--http", "--port", str(port)],
-        env=env,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url, timeout=2)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "") from None
-                time.sleep(0.3)
+    with mcp_http_server(env, port) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 async def _mcp_calls(
