@@ -144,6 +144,11 @@ def personalized_pagerank(
     return {names[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
 
 
+# Far above float noise after the iterations (~1e-16 of the total mass), far below any real
+# difference between two passages' scores.
+SETTLE_DIGITS = 13
+
+
 def pagerank(
     src: npt.NDArray[np.int64],
     dst: npt.NDArray[np.int64],
@@ -155,7 +160,12 @@ def pagerank(
 ) -> npt.NDArray[np.float64]:
     """:func:`personalized_pagerank` over nodes ``0..len(restart)``: undirected edges
     ``src[i] -- dst[i]`` of positive ``weight[i]``, walks restarting in proportion to
-    ``restart``. All zeros when nothing restarts."""
+    ``restart``. All zeros when nothing restarts.
+
+    Scores are rounded to ``SETTLE_DIGITS`` places (they sum to 1): the float sums above depend
+    on the order of the edges, which depends on how the graph was read, so two passages whose
+    scores are equal in exact arithmetic could otherwise swap between two imports of one
+    corpus. Rounded, they tie, and callers break ties by id."""
     n = len(restart)
     restart = np.maximum(restart, 0.0)
     if n == 0 or restart.sum() <= 0:
@@ -171,7 +181,7 @@ def pagerank(
         moved = np.bincount(d, weights=scores[s] * share, minlength=n)
         lost = scores[dangling].sum()
         scores = (1 - damping) * restart + damping * (moved + lost * restart)
-    return scores
+    return np.round(scores, SETTLE_DIGITS)
 
 
 def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:

@@ -80,9 +80,10 @@ SignalFactory = Callable[[SignalContext], Signal]
 
 
 def by_score(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows best score first (stable): a packed template's list keeps the query's order in
-    practice, but Cypher does not promise it after an OPTIONAL MATCH."""
-    return sorted(rows, key=lambda row: -float(row.get("score") or 0.0))
+    """Rows best score first, equal scores by id: a packed template's list keeps the query's
+    order in practice, but Cypher does not promise it after an OPTIONAL MATCH, and an index's
+    order among equal scores depends on how the data was written (two imports of one corpus)."""
+    return sorted(rows, key=lambda row: (-float(row.get("score") or 0.0), str(row.get("id"))))
 
 
 def chunk_hits(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
