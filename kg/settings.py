@@ -549,7 +549,7 @@ class SearchSettings(BaseModel):
         "type the question asks for (`which database ...`, `какую базу данных ...`).",
     )
     ppr_damping: float = Field(
-        0.5,
+        0.4,
         gt=0,
         lt=1,
         description="Graph: personalized PageRank's probability of following an edge (else "
