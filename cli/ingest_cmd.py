@@ -92,6 +92,30 @@ def ingest(
             "no LLM call.",
         ),
     ] = "llm",
+    workers: Annotated[
+        int,
+        Parameter(
+            help="Ingest with N processes on this machine, each a shard of the documents (split "
+            "by a hash of their paths); they stage their facts in the graph, then one pass "
+            "resolves everything: the same graph as one worker."
+        ),
+    ] = 1,
+    shard: Annotated[
+        str | None,
+        Parameter(
+            help="Be worker I of N (0-based, e.g. 2/4), on any machine, all writing one graph. "
+            "The last shard to finish staging resolves and writes what all staged; rerun a "
+            "shard that failed (or use --finish) to complete the graph."
+        ),
+    ] = None,
+    finish: Annotated[
+        bool,
+        Parameter(
+            help="Only resolve and write what --shard workers staged for this source (PATH and "
+            "--namespace name it): completes a graph whose last shard never finished.",
+            negative=(),
+        ),
+    ] = False,
     max_calls: Annotated[int | None, Parameter(help="Stop after this many LLM calls.")] = None,
     max_tokens: Annotated[int | None, Parameter(help="Stop after this many LLM tokens.")] = None,
     json: Annotated[bool, Parameter(help="Print the summary as one JSON object.")] = False,
@@ -121,6 +145,9 @@ def ingest(
         dry_run=dry_run,
         follow_symlinks=follow_symlinks,
         graph=graph_mode,
+        workers=workers,
+        shard=shard,
+        finish=finish,
     )
     with (
         KnowledgeGraph(settings) as graph,
@@ -150,6 +177,18 @@ def summary_table(s: IngestSummary) -> Table:
         table.add_row(labelled(gone, "yellow", path), "")
     if len(s.removed) > MAX_DROPPED_SHOWN:
         table.add_row(labelled(gone, "yellow", "..."), f"{len(s.removed)} in all (see --json)")
+    for worker in s.workers:
+        table.add_row(
+            labelled("worker", "cyan", worker["shard"]),
+            f"{worker['documents_new'] + worker['documents_changed']} documents written, "
+            f"{worker['chunks']} chunks, {worker['seconds']:.1f} s",
+        )
+    if not s.finished:
+        table.add_row(
+            labelled("staged", "yellow"),
+            f"{s.shards_staged} of the shards have staged: the last one resolves and writes "
+            "(or run `kg ingest PATH --finish`)",
+        )
     if s.communities_stale:
         table.add_row(
             labelled("communities", "yellow"),
