@@ -124,13 +124,19 @@ def run_ingest(
 
 
 def triplets_part(
-    settings: Settings, workers: list[int], server: int | None
+    settings: Settings, workers: list[int], server: int | None, count: int
 ) -> list[dict[str, Any]]:
     rows, reference = [], None
-    with tempfile.TemporaryDirectory() as empty:
+    with tempfile.TemporaryDirectory() as tmp:
+        empty, corpus = Path(tmp) / "empty", CORPUS
+        empty.mkdir()
+        if count:
+            corpus = Path(tmp) / "corpus.jsonl"
+            lines = CORPUS.read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+            corpus.write_text("".join(lines), encoding="utf-8")
         for n in workers:
-            row = run_ingest(settings, [empty, "--triplets", str(CORPUS)], n, kg_env(settings),
-                             server)  # fmt: skip
+            row = run_ingest(settings, [str(empty), "--triplets", str(corpus)], n,
+                             kg_env(settings), server)  # fmt: skip
             with open_driver(settings.neo4j) as driver:
                 graph = snapshot(driver)
             reference = reference or graph
@@ -236,6 +242,7 @@ def main() -> None:
     parser.add_argument("--parts", default="llm,triplets,api", help="llm,triplets,api")
     parser.add_argument("--workers", default="1,2,4", help="ingest workers to compare")
     parser.add_argument("--replicas", default="1,2", help="API replicas to compare")
+    parser.add_argument("--passages", type=int, default=0, help="triplets: first N (0: all)")
     parser.add_argument("--llm-passages", type=int, default=300)
     parser.add_argument("--llm-delay-ms", type=float, default=300.0)
     parser.add_argument("--clients", type=int, default=16, help="API load clients in all")
@@ -261,7 +268,7 @@ def main() -> None:
                 settings, workers, server, args.llm_passages, args.llm_delay_ms / 1000
             )
         if "triplets" in parts:
-            results["triplets"] = triplets_part(settings, workers, server)
+            results["triplets"] = triplets_part(settings, workers, server, args.passages)
         if "api" in parts:
             results["api"] = api_part(settings, replicas, server, args)
     print(json.dumps(results, indent=1))
