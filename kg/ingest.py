@@ -8,6 +8,12 @@ Crash safety and idempotency come from three rules:
    extracted; a run killed or failing anywhere therefore leaves documents the next run redoes.
 Resolution is deterministic, so the rerun ends in the same graph as one uninterrupted run.
 
+Every run, one worker or many, is "stage, then finish": documents and chunks are written and
+each document's facts staged in the graph (kg/graph/staging.py); the finish resolves all that
+is staged, in one canonical order, under the graph's resolve lock, and writes entities,
+mentions, relations and hashes. ``shard`` (``--shard I/N``) limits a run to its documents;
+kg/ingest_workers.py runs N shards in processes (docs/architecture.md, "Parallel ingest").
+
 Documents are identified by their source (the resolved root folder, or an explicit
 ``namespace``) and their path, so two sources never overwrite each other's documents.
 

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, LiteralString
 
-from neo4j import Driver, ManagedTransaction
+from neo4j import Driver
 
 from kg.errors import StoreError
+from kg.graph.tx import write
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +129,4 @@ class GraphLock:
 
     def _run(self, query: LiteralString) -> list[Any]:
         params = {"id": self.name, "owner": self.owner, "lease_ms": int(self.lease_s * 1000)}
-
-        def work(tx: ManagedTransaction) -> list[Any]:
-            return [r.data() for r in tx.run(query, params)]
-
-        with self.driver.session(
-            database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager
-        ) as session:
-            return session.execute_write(work)
+        return write(self.driver, self.database, query, params)

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
-from neo4j import Driver, ManagedTransaction, RoutingControl
+from neo4j import Driver, RoutingControl
 
+from kg.graph.tx import write
 from kg.models import Chunk
 
 _UNSTAGE: LiteralString = """
@@ -175,13 +176,7 @@ class StagingStore:
         return list(records)
 
     def _write(self, query: LiteralString, **params: Any) -> list[Any]:
-        def work(tx: ManagedTransaction) -> list[Any]:
-            return [r.data() for r in tx.run(query, params)]
-
-        with self.driver.session(
-            database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager
-        ) as session:
-            return session.execute_write(work)
+        return write(self.driver, self.database, query, params)
 
 
 def _token() -> str:
