@@ -203,3 +203,45 @@ def test_the_comparison_fails_for_workers_that_each_resolve_their_own_shard(
     nodes, _ = snapshot(clean_graph)
     entities = {n for n in nodes if "Entity" in n[0]}
     assert entities != {n for n in one_worker[0] if "Entity" in n[0]}
+
+
+def _write_folder(folder: Path, count: int) -> None:
+    folder.mkdir()
+    for i in range(count):
+        link = f"[next](page{(i + 1) % count}.md)"
+        service = f"Service Alpha{i % 3}"
+        body = f"# Page {i}\n\n## {service}\n\nPage {i} calls {service}. {link}\n"
+        (folder / f"page{i}.md").write_text(body, encoding="utf-8")
+
+
+def _documents(driver: Driver) -> dict[str, bool]:
+    records = driver.execute_query(
+        "MATCH (d:Document) RETURN d.path AS path, d.staged_gone IS NOT NULL AS gone"
+    ).records
+    return {r["path"]: r["gone"] for r in records}
+
+
+def test_folders_too_and_a_shard_removes_only_its_own_gone_documents(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    folder = tmp_path / "pages"
+    _write_folder(folder, 12)
+    ingest(settings, clean_graph, folder, graph="metadata")
+    reference = snapshot(clean_graph)
+    _wipe(clean_graph, settings.neo4j.database)
+    ingest_parallel(settings, clean_graph, folder, workers=2, options={"graph": "metadata"})
+    assert snapshot(clean_graph) == reference
+
+    gone = "page5.md"
+    owner = shard_of(gone, 2)
+    (folder / gone).unlink()
+    other = ingest(settings, clean_graph, folder, graph="metadata", shard=Shard(1 - owner, 2))
+    assert other.documents_pruned == 0
+    assert not other.finished
+    assert _documents(clean_graph)[gone] is False  # still there, not even marked
+    mine = ingest(settings, clean_graph, folder, graph="metadata", shard=Shard(owner, 2))
+    assert mine.removed == [gone]
+    assert mine.finished
+    assert gone not in _documents(clean_graph)
+    assert len(_documents(clean_graph)) == 11
+    assert _leftovers(clean_graph) == 0
