@@ -13,6 +13,9 @@ from rich.text import Text
 from cli.output import inert, labelled
 from cli.progress import RichProgress
 from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
+from kg.errors import ConfigError
+from kg.ingest_workers import MAX_WORKERS
+from kg.shards import parse_shard
 
 
 def ingest(
@@ -134,6 +137,10 @@ def ingest(
     if not path.exists():
         console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
+    problem = _parallel_problem(workers, shard, finish)
+    if problem:
+        console.print(labelled("error:", "bold red", problem))
+        return 1
     options = IngestOptions(
         triplets=triplets,
         namespace=namespace,
@@ -159,6 +166,20 @@ def ingest(
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2
+
+
+def _parallel_problem(workers: int, shard: str | None, finish: bool) -> str | None:
+    """A wrong --workers/--shard/--finish combination, said before connecting to Neo4j."""
+    if sum((workers != 1, shard is not None, finish)) > 1:
+        return "give one of --workers, --shard and --finish"
+    if not 1 <= workers <= MAX_WORKERS:
+        return f"--workers must be 1..{MAX_WORKERS}"
+    if shard is not None:
+        try:
+            parse_shard(shard)
+        except ConfigError as exc:
+            return str(exc)
+    return None
 
 
 MAX_DROPPED_SHOWN = 20
