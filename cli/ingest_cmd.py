@@ -13,6 +13,9 @@ from rich.text import Text
 from cli.output import inert, labelled
 from cli.progress import RichProgress
 from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
+from kg.errors import ConfigError
+from kg.ingest_workers import MAX_WORKERS
+from kg.shards import parse_shard
 
 
 def ingest(
@@ -92,6 +95,30 @@ def ingest(
             "no LLM call.",
         ),
     ] = "llm",
+    workers: Annotated[
+        int,
+        Parameter(
+            help="Ingest with N processes on this machine, each a shard of the documents (split "
+            "by a hash of their paths); they stage their facts in the graph, then one pass "
+            "resolves everything: the same graph as one worker."
+        ),
+    ] = 1,
+    shard: Annotated[
+        str | None,
+        Parameter(
+            help="Be worker I of N (0-based, e.g. 2/4), on any machine, all writing one graph. "
+            "The last shard to finish staging resolves and writes what all staged; rerun a "
+            "shard that failed (or use --finish) to complete the graph."
+        ),
+    ] = None,
+    finish: Annotated[
+        bool,
+        Parameter(
+            help="Only resolve and write what --shard workers staged for this source (PATH and "
+            "--namespace name it): completes a graph whose last shard never finished.",
+            negative=(),
+        ),
+    ] = False,
     max_calls: Annotated[int | None, Parameter(help="Stop after this many LLM calls.")] = None,
     max_tokens: Annotated[int | None, Parameter(help="Stop after this many LLM tokens.")] = None,
     json: Annotated[bool, Parameter(help="Print the summary as one JSON object.")] = False,
@@ -110,6 +137,10 @@ def ingest(
     if not path.exists():
         console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
+    problem = _parallel_problem(workers, shard, finish)
+    if problem:
+        console.print(labelled("error:", "bold red", problem))
+        return 1
     options = IngestOptions(
         triplets=triplets,
         namespace=namespace,
@@ -121,6 +152,9 @@ def ingest(
         dry_run=dry_run,
         follow_symlinks=follow_symlinks,
         graph=graph_mode,
+        workers=workers,
+        shard=shard,
+        finish=finish,
     )
     with (
         KnowledgeGraph(settings) as graph,
@@ -132,6 +166,20 @@ def ingest(
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2
+
+
+def _parallel_problem(workers: int, shard: str | None, finish: bool) -> str | None:
+    """A wrong --workers/--shard/--finish combination, said before connecting to Neo4j."""
+    if sum((workers != 1, shard is not None, finish)) > 1:
+        return "give one of --workers, --shard and --finish"
+    if not 1 <= workers <= MAX_WORKERS:
+        return f"--workers must be 1..{MAX_WORKERS}"
+    if shard is not None:
+        try:
+            parse_shard(shard)
+        except ConfigError as exc:
+            return str(exc)
+    return None
 
 
 MAX_DROPPED_SHOWN = 20
@@ -150,6 +198,18 @@ def summary_table(s: IngestSummary) -> Table:
         table.add_row(labelled(gone, "yellow", path), "")
     if len(s.removed) > MAX_DROPPED_SHOWN:
         table.add_row(labelled(gone, "yellow", "..."), f"{len(s.removed)} in all (see --json)")
+    for worker in s.workers:
+        table.add_row(
+            labelled("worker", "cyan", worker["shard"]),
+            f"{worker['documents_new'] + worker['documents_changed']} documents written, "
+            f"{worker['chunks']} chunks, {worker['seconds']:.1f} s",
+        )
+    if not s.finished:
+        table.add_row(
+            labelled("staged", "yellow"),
+            f"{s.shards_staged} of the shards have staged: the last one resolves and writes "
+            "(or run `kg ingest PATH --finish`)",
+        )
     if s.communities_stale:
         table.add_row(
             labelled("communities", "yellow"),

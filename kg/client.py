@@ -52,7 +52,7 @@ from kg.answer.nlquery import query as run_query
 from kg.communities.build import CommunityBuildSummary, build_communities
 from kg.cypher.admission import current_client
 from kg.cypher.guard import first_query_grace
-from kg.errors import KGError, rejected, translate
+from kg.errors import ConfigError, KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, ensure_current, read_model
 from kg.graph.migrate import MigrationReport, already_current
@@ -61,8 +61,9 @@ from kg.graph.namespaces import ForgetReport
 from kg.graph.namespaces import forget as run_forget
 from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
-from kg.ingest import IngestSummary, Progress, make_writer
+from kg.ingest import IngestSummary, Progress, finish_ingest, make_writer
 from kg.ingest import ingest as run_ingest
+from kg.ingest_workers import ingest_parallel
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search.global_models import (
@@ -85,6 +86,7 @@ from kg.search.routed import routed_search as run_routed_search
 from kg.search.service import SearchService
 from kg.search.signals.communities import CommunityReports
 from kg.settings import Settings
+from kg.shards import parse_shard
 
 __all__ = [
     "MODEL_VERSION",
@@ -132,6 +134,11 @@ class IngestOptions:
     dry_run: bool = False
     follow_symlinks: bool = False
     graph: Literal["llm", "metadata"] = "llm"  # metadata: the document graph alone, no LLM
+    # Parallel ingest (docs/architecture.md, "Parallel ingest"): N processes here, or one
+    # shard "I/N" of N workers anywhere, or only the finish of what shards staged.
+    workers: int = 1
+    shard: str | None = None
+    finish: bool = False
 
 
 class _GraphConfig:
@@ -173,6 +180,8 @@ class _GraphConfig:
     ) -> IngestSummary:
         self._schema(driver)
         try:
+            if options.finish or (options.workers > 1 and not options.dry_run):
+                return self._ingest_parallel(driver, Path(path), options, progress)
             return run_ingest(
                 self.settings,
                 driver,
@@ -190,12 +199,53 @@ class _GraphConfig:
                 embedder=self.embedder,
                 chunk_embedder=self.chunk_embedder,
                 graph=options.graph,
+                shard=parse_shard(options.shard) if options.shard else None,
             )
         except (Neo4jError, DriverError, OSError) as exc:
             error = translate(exc, "ingest")
             raise type(error)(
                 f"{error}; what was written is consistent: run the same ingest again to finish"
             ) from exc
+
+    def _ingest_parallel(
+        self, driver: Driver, path: Path, options: IngestOptions, progress: Progress | None
+    ) -> IngestSummary:
+        """``--finish`` (only the finish pass) or ``--workers N`` (kg/ingest_workers.py)."""
+        if options.shard or (options.finish and options.workers > 1):
+            raise ConfigError("give one of --workers, --shard and --finish")
+        embedder, chunk_embedder = self.embedder, self.chunk_embedder
+        if options.finish:
+            return finish_ingest(
+                self.settings,
+                driver,
+                path,
+                namespace=options.namespace,
+                progress=progress,
+                embedder=embedder,
+                chunk_embedder=chunk_embedder,
+            )
+        kwargs = {
+            "triplets": Path(options.triplets) if options.triplets is not None else None,
+            "namespace": options.namespace,
+            "include": tuple(options.include),
+            "exclude": tuple(options.exclude),
+            "prune": options.prune,
+            "keep_missing": options.keep_missing,
+            "reextract": options.reextract,
+            "dry_run": options.dry_run,
+            "follow_symlinks": options.follow_symlinks,
+            "graph": options.graph,
+        }
+        return ingest_parallel(
+            self.settings,
+            driver,
+            path,
+            workers=options.workers,
+            options=kwargs,
+            progress=progress,
+            embedder=embedder,
+            chunk_embedder=chunk_embedder,
+        )
 
     def _schema(self, driver: Driver) -> SchemaReport:
         try:

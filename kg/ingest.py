@@ -8,6 +8,12 @@ Crash safety and idempotency come from three rules:
    extracted; a run killed or failing anywhere therefore leaves documents the next run redoes.
 Resolution is deterministic, so the rerun ends in the same graph as one uninterrupted run.
 
+Every run, one worker or many, is "stage, then finish": documents and chunks are written and
+each document's facts staged in the graph (kg/graph/staging.py); the finish resolves all that
+is staged, in one canonical order, under the graph's resolve lock, and writes entities,
+mentions, relations and hashes. ``shard`` (``--shard I/N``) limits a run to its documents;
+kg/ingest_workers.py runs N shards in processes (docs/architecture.md, "Parallel ingest").
+
 Documents are identified by their source (the resolved root folder, or an explicit
 ``namespace``) and their path, so two sources never overwrite each other's documents.
 
@@ -55,7 +61,9 @@ from kg.extract import (
 )
 from kg.extract.ontology import ontology_from_settings
 from kg.extract.prompts import PROMPT_VERSION
+from kg.graph.lock import GraphLock
 from kg.graph.meta import ensure_current
+from kg.graph.staging import Staged, StagingStore
 from kg.graph.writer import (
     Bounds,
     ChunkRow,
@@ -77,6 +85,7 @@ from kg.resolve.adjudicate import Adjudicator, make_adjudicator
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.resolve.resolver import Resolution
 from kg.settings import Settings
+from kg.shards import Shard
 
 STAGES = ("load", "chunk", "extract", "resolve", "write")
 
@@ -142,6 +151,12 @@ class IngestSummary:
     seconds: float = 0.0
     # Seconds per stage (load, chunk, extract, resolve, write): where the time went.
     timings: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    shard: str = ""  # "I/N" for one worker of N (--shard)
+    # Whether this run resolved and wrote what was staged (False: a shard whose round is not
+    # complete yet, or a --workers child); shards_staged: how many of its round have staged.
+    finished: bool = True
+    shards_staged: int = 0
+    workers: list[dict[str, Any]] = field(default_factory=list)  # --workers: each one's summary
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -249,6 +264,8 @@ def ingest(
     adjudicator: Adjudicator | None = None,
     graph: Literal["llm", "metadata"] = "llm",
     chunk_embedder: Embedder | None = None,
+    shard: Shard | None = None,
+    finish: bool | None = None,
 ) -> IngestSummary:
     """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
 
@@ -256,6 +273,9 @@ def ingest(
     ``keep_missing``: remove nothing whose file is gone; ``prune``: confirm removing more than
     half of the source (and, for ``triplets``, remove what the file no longer lists).
     ``reextract``: extract every document again, past the extraction cache.
+    ``shard``: only the documents of this shard (kg/shards.py); ``finish``: resolve and write
+    what is staged now (True), never (False: a ``--workers`` child), or (None) unless this is
+    a shard and other shards have not staged yet (docs/architecture.md, "Parallel ingest").
     """
     if prune and keep_missing:
         raise ConfigError("--prune confirms removals and --keep-missing refuses them: give one")
@@ -272,7 +292,11 @@ def ingest(
     with clock.stage("load"):
         loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
         plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
+        if shard is not None:
+            _own_shard(plan, shard, summary)
         _removals(plan, root, triplets, summary, prune=prune, keep_missing=keep_missing)
+        if shard is not None:
+            _own_removals(plan, shard, summary)
     with clock.stage("chunk", len(plan.todo)):
         _chunk(settings, plan, summary, progress)
     if dry_run:
@@ -286,24 +310,43 @@ def ingest(
         facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress, reextract)
     summary.documents_incomplete = len(incomplete)
 
-    with clock.stage("resolve"):
-        adjudicator = adjudicator or make_adjudicator(settings)
-        known = writer.known_entities()
-        resolution, keys = _resolve(settings, known, facts, embedder, adjudicator, summary)
-        extra = _document_graph(plan, [*known, *resolution.entities.values()], embedder, summary)
-
-    with clock.stage("write", 6):
-        args = (plan, facts, keys, resolution, chunk_embedder, extra, incomplete, summary)
-        _write(writer, *args, method, progress)
+    # Documents and chunks are written here; their facts are staged in the graph, and
+    # resolution runs once over everything staged (one worker or many: the same graph).
+    staging = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
+    with clock.stage("write", 3):
+        _stage(writer, staging, plan, facts, chunk_embedder, incomplete, summary, method, progress)
         if triplets is None:
             _adopt_roots(writer, plan, summary.root)
-        if plan.gone:
-            # The same path as a changed document's old contents: chunks, the facts only they
-            # supported, and entities left with no mention and no fact.
-            pruned: WriteCounts = writer.delete_documents(plan.gone)
-            summary.entities_removed += pruned.entities_deleted
-        if plan.todo or plan.gone:
-            summary.communities_stale = writer.has_communities()
+    if _finish_due(staging, source, shard, finish, summary):
+        parts = _Parts(settings, embedder, adjudicator or make_adjudicator(settings), progress)
+        finish_staged(writer, staging, parts, summary, clock)
+    summary.seconds = round(time.monotonic() - started, 3)
+    return summary
+
+
+def finish_ingest(
+    settings: Settings,
+    driver: Driver,
+    path: Path,
+    *,
+    namespace: str | None = None,
+    progress: Progress | None = None,
+    embedder: Embedder | None = None,
+    adjudicator: Adjudicator | None = None,
+    chunk_embedder: Embedder | None = None,
+) -> IngestSummary:
+    """Resolve and write what workers staged for this source (``kg ingest PATH --finish``):
+    completes a graph whose last shard never ran the finish, at any time, on any machine."""
+    started = time.monotonic()
+    progress = progress or _Silent()
+    root = path.resolve()
+    summary = IngestSummary(root=printable_path(str(root)), source=_source(root, namespace))
+    clock = _Clock(summary, progress)
+    embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, False)
+    writer = make_writer(settings, driver, chunk_embedder)
+    staging = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
+    parts = _Parts(settings, embedder, adjudicator or make_adjudicator(settings), progress)
+    finish_staged(writer, staging, parts, summary, clock)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
 
@@ -613,43 +656,192 @@ def _import_facts(plan: _Plan) -> list[ChunkFacts]:
     ]
 
 
-def _write(
+def _stage(
     writer: GraphWriter,
+    staging: StagingStore,
     plan: _Plan,
     facts: list[ChunkFacts],
-    keys: list[tuple[str, int]],
-    resolution: Resolution,
     chunk_embedder: Embedder,
-    extra: docgraph.DocGraph,
     incomplete: set[str],
     summary: IngestSummary,
     method: Extraction,
     progress: Progress,
 ) -> None:
-    """Write in the order that keeps a failure harmless (see the module docstring)."""
-    entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
+    """A worker's writes, in the order that keeps a failure harmless (module docstring):
+    documents (hash cleared), their old contents removed, chunks, then their facts staged."""
     doc_rows = [
         DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source, method)
         for d in plan.todo
     ]
+    staging.unstage([d.id for d in plan.todo])
     # Hashes are cleared before anything of a changed document is touched.
     writer.upsert_documents(doc_rows)
     # Only documents the graph already held have old contents to remove. The entities they
-    # mentioned are settled last: the new contents may mention them again.
-    touched: list[str] = []
+    # mentioned are settled by the finish: the new contents may mention them again.
     if plan.stored:
+        touched: list[str] = []
         writer.remove_document_contents(sorted(plan.stored), touched=touched)
+        staging.record_touched(summary.source, touched)
     progress.advance()
     # Every chunk is written, with or without facts, except those whose extraction failed
     # (their document stays incomplete and is redone by the next run).
-    failed_docs = incomplete
     extracted = {f.chunk_id for f in facts}
     written_chunks = [
-        c for c in plan.all_chunks if c.document_id not in failed_docs or c.id in extracted
+        c for c in plan.all_chunks if c.document_id not in incomplete or c.id in extracted
     ]
     writer.upsert_chunks(_chunk_rows(plan, written_chunks, chunk_embedder))
     progress.advance()
-    written = {c.id for c in written_chunks}
+    by_doc: dict[str, list[ChunkFacts]] = defaultdict(list)
+    document_of = {c.id: c.document_id for c in plan.all_chunks}
+    for fact in facts:
+        by_doc[document_of[fact.chunk_id]].append(fact)
+    staging.stage(
+        [(row.id, _payload(row, doc, by_doc[doc.id], doc.id in incomplete))
+         for row, doc in zip(doc_rows, plan.todo, strict=True)]
+    )  # fmt: skip
+    if plan.gone:
+        staging.stage_gone(plan.gone)
+    progress.advance()
+
+
+def _payload(
+    row: DocumentRow, doc: Document, facts: list[ChunkFacts], incomplete: bool
+) -> dict[str, Any]:
+    """What the finish needs of a staged document: its row, text (the document graph reads
+    front matter and links) and validated facts per chunk."""
+    return {
+        "path": row.path,
+        "title": row.title,
+        "sha256": row.sha256,
+        "root": row.root,
+        "text": doc.text,
+        "method": [row.extraction.method, row.extraction.model, row.extraction.prompt],
+        "incomplete": incomplete,
+        "facts": [[f.chunk_id, f.result.model_dump(mode="json")] for f in facts],
+    }
+
+
+def _finish_due(
+    staging: StagingStore,
+    source: str,
+    shard: Shard | None,
+    finish: bool | None,
+    summary: IngestSummary,
+) -> bool:
+    """Whether this run resolves what is staged: always for one worker; for a ``--shard``,
+    once every shard of its round has staged (counted in the graph)."""
+    if finish is False:
+        summary.finished = False
+        return False
+    if shard is not None:
+        summary.shards_staged = staging.mark_shard(source, shard.index, shard.count)
+        summary.finished = finish is True or summary.shards_staged >= shard.count
+        return summary.finished
+    return True
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What the finish pass resolves with."""
+
+    settings: Settings
+    embedder: Embedder
+    adjudicator: Adjudicator | None
+    progress: Progress
+
+
+def finish_staged(
+    writer: GraphWriter,
+    staging: StagingStore,
+    parts: _Parts,
+    summary: IngestSummary,
+    clock: _Clock,
+) -> None:
+    """Resolve everything staged for the summary's source in one canonical order, under the
+    graph's ``resolve`` lock, then write entities, mentions, relations and completions.
+
+    The order (documents by path, chunks by index) and the inputs (staged facts, the graph's
+    entities) are the same whichever worker staged what, so the graph is too.
+    """
+    settings = parts.settings
+    lock = GraphLock(
+        writer.driver, writer.database, "resolve", lease_s=settings.write.resolve_lease_s
+    )
+    with lock.held(wait_s=settings.write.resolve_wait_s):
+        staged = staging.staged(summary.source)
+        summary.finished = True
+        if not staged:
+            return
+        plan, facts, rows, incomplete = _unstaged(staged, staging, summary.source)
+        with clock.stage("resolve"):
+            known = writer.known_entities()
+            resolution, keys = _resolve(
+                settings, known, facts, parts.embedder, parts.adjudicator, summary
+            )
+            found: list[KnownEntity | ResolvedEntity] = [*known, *resolution.entities.values()]
+            extra = _document_graph(plan, found, parts.embedder, summary)
+        lock.check()
+        with clock.stage("write", 4):
+            args = (plan, facts, keys, resolution, extra, rows, incomplete, summary)
+            _write_resolved(writer, *args, staged.touched, parts.progress)
+            if staged.gone:
+                # The same path as a changed document's old contents: chunks, the facts only
+                # they supported, and entities left with no mention and no fact.
+                pruned: WriteCounts = writer.delete_documents(staged.gone)
+                summary.entities_removed += pruned.entities_deleted
+            summary.communities_stale = writer.has_communities()
+            lock.check()
+            staging.clear(staged, summary.source)
+            parts.progress.advance()
+
+
+def _unstaged(
+    staged: Staged, staging: StagingStore, source: str
+) -> tuple[_Plan, list[ChunkFacts], list[DocumentRow], set[str]]:
+    """The staged documents as the pipeline's own values, facts in canonical order."""
+    docs: list[Document] = []
+    rows: list[DocumentRow] = []
+    incomplete: set[str] = set()
+    by_doc: dict[str, list[ChunkFacts]] = {}
+    for item in staged.documents:
+        data = item.data
+        docs.append(Document(item.id, data["path"], data["title"], data["text"], data["sha256"]))
+        method = Extraction(*data["method"])
+        rows.append(
+            DocumentRow(item.id, data["path"], data["title"], data["sha256"], data["root"],
+                        source, method)
+        )  # fmt: skip
+        if data["incomplete"]:
+            incomplete.add(item.id)
+        by_doc[item.id] = [
+            ChunkFacts(chunk_id, ExtractionResult.model_validate(result))
+            for chunk_id, result in data["facts"]
+        ]
+    chunks = staging.chunks([d.id for d in docs])
+    facts: list[ChunkFacts] = []
+    for doc in docs:
+        index = {c.id: c.index for c in chunks[doc.id]}
+        facts += sorted(by_doc[doc.id], key=lambda f: (index.get(f.chunk_id, -1), f.chunk_id))
+    plan = _Plan(docs, list(staged.gone), {}, chunks=chunks)
+    return plan, facts, rows, incomplete
+
+
+def _write_resolved(
+    writer: GraphWriter,
+    plan: _Plan,
+    facts: list[ChunkFacts],
+    keys: list[tuple[str, int]],
+    resolution: Resolution,
+    extra: docgraph.DocGraph,
+    doc_rows: list[DocumentRow],
+    incomplete: set[str],
+    summary: IngestSummary,
+    touched: list[str],
+    progress: Progress,
+) -> None:
+    """The finish's writes: entities, mentions, relations, settling, then hashes (last)."""
+    entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
+    written = {c.id for c in plan.all_chunks}
     mentions = {(c, e) for c, e in extra.mentions if c in written}
     found = {e for _, e in mentions}
     namespace = summary.source
@@ -670,7 +862,28 @@ def _write(
         summary.entities_removed += writer.settle_entities(touched)
     progress.advance()
     writer.complete_documents([row for row in doc_rows if row.id not in incomplete])
-    progress.advance()
+
+
+def _own_shard(plan: _Plan, shard: Shard, summary: IngestSummary) -> None:
+    """Keep only this shard's documents to write; the counts say what this shard does."""
+    mine = [d for d in plan.todo if shard.owns(d.path)]
+    others = {d.id for d in plan.todo} - {d.id for d in mine}
+    plan.todo = mine
+    plan.stored -= others
+    summary.shard = str(shard)
+    summary.documents_new = sum(1 for d in mine if d.id not in plan.stored_docs)
+    summary.documents_changed = sum(
+        1 for d in mine if (s := plan.stored_docs.get(d.id)) is not None and s.sha256 != d.sha256
+    )
+    summary.documents_reextracted = len(mine) - summary.documents_new - summary.documents_changed
+    summary.documents_unchanged = sum(1 for d in plan.scoped if shard.owns(d.path)) - len(mine)
+
+
+def _own_removals(plan: _Plan, shard: Shard, summary: IngestSummary) -> None:
+    """A shard removes only its own documents whose files are gone: never another's."""
+    plan.gone = [i for i in plan.gone if shard.owns(plan.stored_docs[i].path or i)]
+    summary.removed = sorted(plan.stored_docs[i].path or i for i in plan.gone)
+    summary.documents_pruned = len(plan.gone)
 
 
 # -- stages ------------------------------------------------------------------------------------

@@ -366,6 +366,21 @@ class WriteSettings(BaseModel):
     timeout_s: float = Field(
         120.0, gt=0, le=3600, description="Per-transaction timeout of every write statement."
     )
+    resolve_lease_s: float = Field(
+        60.0,
+        ge=1,
+        le=3600,
+        description="Lease of the graph's resolve lock (parallel ingest, kg/graph/lock.py): "
+        "renewed while the finish pass runs; a worker that died holding it blocks the others "
+        "this long at most.",
+    )
+    resolve_wait_s: float = Field(
+        3600.0,
+        ge=0,
+        le=86_400,
+        description="How long a finish pass waits for the resolve lock that another worker "
+        "holds before it gives up (the staged facts stay; rerun or `kg ingest --finish`).",
+    )
 
 
 class RerankSettings(BaseModel):
