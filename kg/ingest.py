@@ -63,7 +63,7 @@ from kg.extract.ontology import ontology_from_settings
 from kg.extract.prompts import PROMPT_VERSION
 from kg.graph.lock import GraphLock
 from kg.graph.meta import ensure_current
-from kg.graph.staging import Staged, StagingStore
+from kg.graph.staging import LocalStaging, Staged, Staging, StagingStore
 from kg.graph.writer import (
     Bounds,
     ChunkRow,
@@ -310,9 +310,11 @@ def ingest(
         facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress, reextract)
     summary.documents_incomplete = len(incomplete)
 
-    # Documents and chunks are written here; their facts are staged in the graph, and
-    # resolution runs once over everything staged (one worker or many: the same graph).
-    staging = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
+    # Documents and chunks are written here; their facts are staged (in the graph for a
+    # worker of many, in this process for one), and resolution runs once over everything
+    # staged (one worker or many: the same graph).
+    shared = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
+    staging: Staging = shared if shard is not None or finish is False else LocalStaging(shared)
     with clock.stage("write", 3):
         _stage(writer, staging, plan, facts, chunk_embedder, incomplete, summary, method, progress)
         if triplets is None:
@@ -658,7 +660,7 @@ def _import_facts(plan: _Plan) -> list[ChunkFacts]:
 
 def _stage(
     writer: GraphWriter,
-    staging: StagingStore,
+    staging: Staging,
     plan: _Plan,
     facts: list[ChunkFacts],
     chunk_embedder: Embedder,
@@ -697,7 +699,8 @@ def _stage(
         by_doc[document_of[fact.chunk_id]].append(fact)
     staging.stage(
         [(row.id, _payload(row, doc, by_doc[doc.id], doc.id in incomplete))
-         for row, doc in zip(doc_rows, plan.todo, strict=True)]
+         for row, doc in zip(doc_rows, plan.todo, strict=True)],
+        written_chunks,
     )  # fmt: skip
     if plan.gone:
         staging.stage_gone(plan.gone)
@@ -722,7 +725,7 @@ def _payload(
 
 
 def _finish_due(
-    staging: StagingStore,
+    staging: Staging,
     source: str,
     shard: Shard | None,
     finish: bool | None,
@@ -752,7 +755,7 @@ class _Parts:
 
 def finish_staged(
     writer: GraphWriter,
-    staging: StagingStore,
+    staging: Staging,
     parts: _Parts,
     summary: IngestSummary,
     clock: _Clock,
@@ -796,7 +799,7 @@ def finish_staged(
 
 
 def _unstaged(
-    staged: Staged, staging: StagingStore, source: str
+    staged: Staged, staging: Staging, source: str
 ) -> tuple[_Plan, list[ChunkFacts], list[DocumentRow], set[str]]:
     """The staged documents as the pipeline's own values, facts in canonical order."""
     docs: list[Document] = []

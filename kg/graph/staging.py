@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, LiteralString
 
 from neo4j import Driver, RoutingControl
@@ -113,8 +113,11 @@ class StagingStore:
         between removing their chunks and staging anew must not leave the old facts."""
         self._batched(_UNSTAGE, "ids", list(document_ids))
 
-    def stage(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """Stage (document id, payload) pairs; the last write of a worker's document."""
+    def stage(
+        self, rows: Sequence[tuple[str, dict[str, Any]]], chunks: Sequence[Chunk] = ()
+    ) -> None:
+        """Stage (document id, payload) pairs; the last write of a worker's document. The
+        chunks are in the graph already (:meth:`chunks` reads them back)."""
         encoded = [
             {"id": doc_id, "payload": json.dumps(data, sort_keys=True), "token": _token()}
             for doc_id, data in rows
@@ -136,10 +139,10 @@ class StagingStore:
     # -- the finish pass ---------------------------------------------------------------------
 
     def staged(self, source: str) -> Staged:
-        docs = [
+        docs = canonical(
             StagedDocument(r["id"], r["token"], json.loads(r["payload"]))
             for r in self._read(_STAGED, source=source)
-        ]
+        )
         gone = [r["id"] for r in self._read(_GONE, source=source)]
         pending = self._read(_PENDING_TOUCHED, source=source)
         touched = sorted({eid for r in pending for eid in r["touched"]})
@@ -181,3 +184,82 @@ class StagingStore:
 
 def _token() -> str:
     return uuid.uuid4().hex
+
+
+def canonical(documents: Iterable[StagedDocument]) -> list[StagedDocument]:
+    """Staged documents in the finish's order, by path then id, compared in Python: one
+    order whichever store they came from (Cypher's string order is not Python's everywhere)."""
+    return sorted(documents, key=lambda d: (str(d.data["path"]), d.id))
+
+
+@dataclass
+class LocalStaging:
+    """A single ``kg ingest`` run's staging: kept in this process, over the graph's.
+
+    One worker has no one to share its staged facts with, so writing them to the graph and
+    reading them back would only cost time (the whole text and facts of every document, twice).
+    The finish still sees the same values (each payload goes through the same JSON encoding)
+    in the same order (:func:`canonical`), so one worker builds the graph N workers build.
+    Whatever earlier ``--shard`` runs left staged for this source is finished with it, and a
+    document staged in the graph but written again here is unstaged there first.
+    """
+
+    graph: StagingStore
+    _documents: dict[str, StagedDocument] = field(default_factory=dict)
+    _chunks: dict[str, list[Chunk]] = field(default_factory=dict)
+    _gone: set[str] = field(default_factory=set)
+    _touched: set[str] = field(default_factory=set)
+
+    def unstage(self, document_ids: Sequence[str]) -> None:
+        self.graph.unstage(document_ids)
+        for doc_id in document_ids:
+            self._documents.pop(doc_id, None)
+            self._chunks.pop(doc_id, None)
+
+    def stage(
+        self, rows: Sequence[tuple[str, dict[str, Any]]], chunks: Sequence[Chunk] = ()
+    ) -> None:
+        for doc_id, data in rows:
+            payload = json.loads(json.dumps(data, sort_keys=True))
+            self._documents[doc_id] = StagedDocument(doc_id, "", payload)
+            self._chunks[doc_id] = []
+        for chunk in sorted(chunks, key=lambda c: (c.document_id, c.index)):
+            if chunk.document_id in self._chunks:
+                self._chunks[chunk.document_id].append(chunk)
+
+    def stage_gone(self, document_ids: Sequence[str]) -> None:
+        self._gone.update(document_ids)
+
+    def record_touched(self, source: str, entity_ids: Sequence[str]) -> None:
+        self._touched.update(entity_ids)
+
+    def mark_shard(self, source: str, index: int, count: int) -> int:
+        return self.graph.mark_shard(source, index, count)
+
+    def staged(self, source: str) -> Staged:
+        earlier = self.graph.staged(source)
+        docs = [d for d in earlier.documents if d.id not in self._documents]
+        return Staged(
+            canonical([*docs, *self._documents.values()]),
+            sorted(set(earlier.gone) | self._gone),
+            sorted(set(earlier.touched) | self._touched),
+            earlier.touched_ids,
+        )
+
+    def chunks(self, document_ids: Sequence[str]) -> dict[str, list[Chunk]]:
+        elsewhere = self.graph.chunks([d for d in document_ids if d not in self._chunks])
+        return {
+            d: list(self._chunks[d]) if d in self._chunks else elsewhere[d] for d in document_ids
+        }
+
+    def clear(self, staged: Staged, source: str) -> None:
+        in_graph = [d for d in staged.documents if d.token]
+        self.graph.clear(Staged(in_graph, staged.gone, [], staged.touched_ids), source)
+        self._documents.clear()
+        self._chunks.clear()
+        self._gone.clear()
+        self._touched.clear()
+
+
+#: Where an ingest stages: the graph's store (workers and shards) or one run's own.
+Staging = StagingStore | LocalStaging
