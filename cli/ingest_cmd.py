@@ -12,10 +12,8 @@ from rich.text import Text
 
 from cli.output import inert, labelled
 from cli.progress import RichProgress
-from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
+from kg import MAX_WORKERS, IngestOptions, IngestSummary, KnowledgeGraph, Settings, parse_shard
 from kg.errors import ConfigError
-from kg.ingest_workers import MAX_WORKERS
-from kg.shards import parse_shard
 
 
 def ingest(

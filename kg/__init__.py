@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         TemplateResult,
     )
     from kg.settings import Settings
+    from kg.shards import MAX_WORKERS, parse_shard
 
 
 def _homes(module: str, names: str) -> dict[str, str]:
@@ -92,6 +93,7 @@ _HOME = {
     **_homes("kg.graph.migrate", "MigrationReport"),
     **_homes("kg.graph.namespaces", "ForgetReport"),
     **_homes("kg.scope", "bound_namespaces"),
+    **_homes("kg.shards", "MAX_WORKERS parse_shard"),
     **_homes("kg.graph.schema", "SchemaReport"),
     **_homes("kg.communities.build", "CommunityBuildSummary"),
     **_homes("kg.resolve.vectors", "Embedder"),
@@ -121,6 +123,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
+    "MAX_WORKERS",
     "MIN_DEPTH",
     "MODEL_VERSION",
     "AnswerMode",
@@ -169,6 +172,7 @@ __all__ = [
     "bound_namespaces",
     "current_client",
     "local_server",
+    "parse_shard",
     "schema_statements",
     "search_service",
 ]

@@ -24,9 +24,8 @@ from kg.ingest import STAGES, IngestSummary, Progress, finish_ingest, ingest
 from kg.resolve import Embedder
 from kg.resolve.adjudicate import Adjudicator
 from kg.settings import Settings
-from kg.shards import Shard
+from kg.shards import MAX_WORKERS, Shard
 
-MAX_WORKERS = 64
 # A worker's summary as the total lists it: what it did, not what the finish did.
 _WORKER_KEYS = (
     "shard", "documents_new", "documents_changed", "documents_unchanged", "documents_pruned",

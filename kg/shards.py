@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 from kg.errors import ConfigError
 
+#: The most worker processes one `kg ingest --workers N` starts.
+MAX_WORKERS = 64
+
 MAX_SHARDS = 1024
 _SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
