@@ -135,10 +135,6 @@ def ingest(
     if not path.exists():
         console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
-    problem = _parallel_problem(workers, shard, finish)
-    if problem:
-        console.print(labelled("error:", "bold red", problem))
-        return 1
     options = IngestOptions(
         triplets=triplets,
         namespace=namespace,
@@ -154,6 +150,11 @@ def ingest(
         shard=shard,
         finish=finish,
     )
+    try:
+        options.check()  # before connecting: a wrong --workers/--shard/--finish
+    except ConfigError as exc:
+        console.print(labelled("error:", "bold red", str(exc)))
+        return 1
     with (
         KnowledgeGraph(settings) as graph,
         RichProgress(console, enabled=not json and console.is_terminal) as progress,
@@ -164,20 +165,6 @@ def ingest(
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2
-
-
-def _parallel_problem(workers: int, shard: str | None, finish: bool) -> str | None:
-    """A wrong --workers/--shard/--finish combination, said before connecting to Neo4j."""
-    if sum((workers != 1, shard is not None, finish)) > 1:
-        return "give one of --workers, --shard and --finish"
-    if not 1 <= workers <= MAX_WORKERS:
-        return f"--workers must be 1..{MAX_WORKERS}"
-    if shard is not None:
-        try:
-            parse_shard(shard)
-        except ConfigError as exc:
-            return str(exc)
-    return None
 
 
 MAX_DROPPED_SHOWN = 20

@@ -63,7 +63,7 @@ from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, finish_ingest, make_writer
 from kg.ingest import ingest as run_ingest
-from kg.ingest_workers import ingest_parallel
+from kg.ingest_workers import MAX_WORKERS, ingest_parallel
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search.global_models import (
@@ -140,6 +140,15 @@ class IngestOptions:
     shard: str | None = None
     finish: bool = False
 
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for a wrong combination of the parallel options."""
+        if sum((self.workers != 1, self.shard is not None, self.finish)) > 1:
+            raise ConfigError("give one of --workers, --shard and --finish")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise ConfigError(f"--workers must be 1..{MAX_WORKERS}, not {self.workers}")
+        if self.shard is not None:
+            parse_shard(self.shard)
+
 
 class _GraphConfig:
     """What both twins hold: settings and the injectable parts (no I/O)."""
@@ -178,6 +187,7 @@ class _GraphConfig:
     def _ingest(
         self, driver: Driver, path: Path | str, options: IngestOptions, progress: Progress | None
     ) -> IngestSummary:
+        options.check()
         self._schema(driver)
         try:
             if options.finish or (options.workers > 1 and not options.dry_run):
@@ -211,8 +221,6 @@ class _GraphConfig:
         self, driver: Driver, path: Path, options: IngestOptions, progress: Progress | None
     ) -> IngestSummary:
         """``--finish`` (only the finish pass) or ``--workers N`` (kg/ingest_workers.py)."""
-        if options.shard or (options.finish and options.workers > 1):
-            raise ConfigError("give one of --workers, --shard and --finish")
         embedder, chunk_embedder = self.embedder, self.chunk_embedder
         if options.finish:
             return finish_ingest(
