@@ -12,7 +12,7 @@ from rich.text import Text
 
 from cli.output import inert, labelled
 from cli.progress import RichProgress
-from kg import MAX_WORKERS, IngestOptions, IngestSummary, KnowledgeGraph, Settings, parse_shard
+from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
 from kg.errors import ConfigError
 
 

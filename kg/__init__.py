@@ -75,7 +75,6 @@ if TYPE_CHECKING:
         TemplateResult,
     )
     from kg.settings import Settings
-    from kg.shards import MAX_WORKERS, parse_shard
 
 
 def _homes(module: str, names: str) -> dict[str, str]:
@@ -93,7 +92,6 @@ _HOME = {
     **_homes("kg.graph.migrate", "MigrationReport"),
     **_homes("kg.graph.namespaces", "ForgetReport"),
     **_homes("kg.scope", "bound_namespaces"),
-    **_homes("kg.shards", "MAX_WORKERS parse_shard"),
     **_homes("kg.graph.schema", "SchemaReport"),
     **_homes("kg.communities.build", "CommunityBuildSummary"),
     **_homes("kg.resolve.vectors", "Embedder"),
@@ -123,7 +121,6 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_LIMIT",
     "MAX_QUERY_CHARS",
-    "MAX_WORKERS",
     "MIN_DEPTH",
     "MODEL_VERSION",
     "AnswerMode",
@@ -172,7 +169,6 @@ __all__ = [
     "bound_namespaces",
     "current_client",
     "local_server",
-    "parse_shard",
     "schema_statements",
     "search_service",
 ]
