@@ -63,7 +63,7 @@ from kg.graph.schema import SchemaReport, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, finish_ingest, make_writer
 from kg.ingest import ingest as run_ingest
-from kg.ingest_workers import MAX_WORKERS, ingest_parallel
+from kg.ingest_workers import ingest_parallel
 from kg.resolve import Embedder, make_embedder
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.search.global_models import (
@@ -86,7 +86,7 @@ from kg.search.routed import routed_search as run_routed_search
 from kg.search.service import SearchService
 from kg.search.signals.communities import CommunityReports
 from kg.settings import Settings
-from kg.shards import parse_shard
+from kg.shards import MAX_WORKERS, parse_shard
 
 __all__ = [
     "MODEL_VERSION",
