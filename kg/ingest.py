@@ -249,6 +249,7 @@ def ingest(
     adjudicator: Adjudicator | None = None,
     graph: Literal["llm", "metadata"] = "llm",
     chunk_embedder: Embedder | None = None,
+    writer: GraphWriter | None = None,
 ) -> IngestSummary:
     """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
 
@@ -256,6 +257,8 @@ def ingest(
     ``keep_missing``: remove nothing whose file is gone; ``prune``: confirm removing more than
     half of the source (and, for ``triplets``, remove what the file no longer lists).
     ``reextract``: extract every document again, past the extraction cache.
+    ``writer``: where the graph goes (default :func:`make_writer`'s); a bulk load
+    (kg.bulk) passes one that writes files for ``neo4j-admin database import``.
     """
     if prune and keep_missing:
         raise ConfigError("--prune confirms removals and --keep-missing refuses them: give one")
@@ -266,7 +269,7 @@ def ingest(
     summary = IngestSummary(root=printable_path(str(root)), source=source, dry_run=dry_run)
     clock = _Clock(summary, progress)
     embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
-    writer = make_writer(settings, driver, chunk_embedder)
+    writer = writer or make_writer(settings, driver, chunk_embedder)
 
     method = _method(settings, triplets, graph)
     with clock.stage("load"):
