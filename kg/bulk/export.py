@@ -15,6 +15,7 @@ from typing import Any
 
 from kg.bulk.csvfiles import LINKS, NODE_COLUMNS, RELATION_COLUMNS, CsvFile, array_delimiter
 from kg.bulk.staging import FactSink, Props, StagedGraph, StagingWriter
+from kg.localserver.password import argfile_quote
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,17 @@ class ImportFiles:
     # (file stem, property) -> ids of rows whose array is empty (kg.bulk.fixups sets them)
     empty_arrays: dict[tuple[str, str], list[str]]
 
-    def arguments(self) -> list[str]:
-        """``neo4j-admin database import full`` options for these files (not the database)."""
+    def arguments(self, *, relative: bool = False) -> list[str]:
+        """``neo4j-admin database import full`` options for these files (not the database);
+        ``relative``: file names only, for a copy of the folder on another machine."""
         delimiter = f"U+{ord(self.array_delimiter):04X}"
+
+        def name(path: Path) -> str:
+            return path.name if relative else str(path)
+
         return [
-            *(f"--nodes={p}" for p in self.nodes),
-            *(f"--relationships={p}" for p in self.relationships),
+            *(f"--nodes={name(p)}" for p in self.nodes),
+            *(f"--relationships={name(p)}" for p in self.relationships),
             f"--array-delimiter={delimiter}",
             "--multiline-fields=true",  # chunk text, and any name, may hold line breaks
             "--normalize-types=true",
@@ -97,7 +103,7 @@ def write_import_files(writer: StagingWriter, folder: Path, meta: Props) -> Impo
     for f in files:
         f.close()
     node_files = tuple(f.path for f in files if f.columns[1] == ":LABEL")
-    return ImportFiles(
+    result = ImportFiles(
         folder=folder,
         nodes=node_files,
         relationships=tuple(f.path for f in files if f.path not in node_files),
@@ -107,6 +113,11 @@ def write_import_files(writer: StagingWriter, folder: Path, meta: Props) -> Impo
             (f.path.stem, name): ids for f in files for name, ids in f.empty_arrays.items()
         },
     )
+    # For a server elsewhere: `neo4j-admin database import full @import.args neo4j`, run in
+    # a copy of this folder (docs/import-format.md, "Bulk load").
+    args = "\n".join(argfile_quote(a) for a in result.arguments(relative=True))
+    (folder / "import.args").write_text(args + "\n", encoding="utf-8")
+    return result
 
 
 class _FactFiles(FactSink):
