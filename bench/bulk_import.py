@@ -7,7 +7,7 @@ on one throwaway local Neo4j, each load into an empty database:
   graph, the import files (facts embedded while written), server stop, ``neo4j-admin database
   import full``, server start, schema, empty-array fixups, indexes ONLINE;
 - ``merge``: the schema, then :func:`kg.ingest.ingest` (``kg ingest --triplets``), then the
-  indexes ONLINE.
+  indexes ONLINE (the same polling as the bulk load's).
 
 Prints each run's seconds and stages, and bulk/merge speed-up per size measured both ways.
 Usage::
@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.open_vocab_bench import generate
 from kg.bulk import bulk_ingest
+from kg.bulk.load import await_indexes
 from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
 from kg.ingest import ingest
@@ -65,7 +66,7 @@ def run_merge(settings: Settings, folder: Path, corpus: Path) -> tuple[float, di
         apply_schema(driver, database="neo4j", dimension=settings.resolve.embedding_dim,
                      chunk_dimension=settings.chunks.embedding_dim)  # fmt: skip
         summary = ingest(settings, driver, folder, triplets=corpus, namespace="bench")
-        driver.execute_query("CALL db.awaitIndexes(3600)", database_="neo4j")
+        await_indexes(driver, "neo4j", 3600)
     return time.perf_counter() - started, summary.timings
 
 

@@ -30,7 +30,7 @@ from neo4j import Driver
 from kg.bulk.export import ImportFiles, write_import_files
 from kg.bulk.fixups import set_empty_arrays
 from kg.bulk.staging import StagingWriter
-from kg.errors import ConfigError
+from kg.errors import ConfigError, StoreError
 from kg.graph.meta import MODEL_VERSION, ensure_current
 from kg.graph.schema import apply_schema
 from kg.ingest import IngestSummary, Progress, ingest, make_writer, opened
@@ -41,7 +41,9 @@ from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.settings import Settings
 
 _ANY_DATA: LiteralString = "MATCH (n) WHERE NOT n:KgMeta RETURN count(n) > 0 AS found LIMIT 1"
-_AWAIT_INDEXES: LiteralString = "CALL db.awaitIndexes($seconds)"
+_INDEX_STATES: LiteralString = (
+    "SHOW INDEXES YIELD name, state, populationPercent RETURN name, state, populationPercent"
+)
 
 #: The steps after the pipeline, in order; each one's seconds are in ``BulkSummary.timings``.
 BULK_STAGES = ("export", "stop", "import", "start", "schema", "fixups", "indexes")
@@ -142,9 +144,27 @@ def bulk_ingest(
         with clock("fixups"):
             set_empty_arrays(driver, database, files.empty_arrays)
         with clock("indexes"):
-            driver.execute_query(_AWAIT_INDEXES, seconds=int(index_timeout_s), database_=database)
+            await_indexes(driver, database, index_timeout_s)
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def await_indexes(driver: Driver, database: str, timeout_s: float) -> None:
+    """Until every index is ONLINE, polled (``db.awaitIndexes`` would run inside one
+    transaction, which the server's transaction timeout ends long before a big index is
+    built). A FAILED index, or the timeout, is a StoreError naming them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records, _, _ = driver.execute_query(_INDEX_STATES, database_=database)
+        pending = {r["name"]: r["state"] for r in records if r["state"] != "ONLINE"}
+        failed = sorted(name for name, state in pending.items() if state == "FAILED")
+        if failed:
+            raise StoreError(f"indexes failed to build after the import: {failed}")
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise StoreError(f"indexes not online after {timeout_s:.0f}s: {sorted(pending)}")
+        time.sleep(1.0)
 
 
 def _refuse_data(driver: Driver, database: str) -> None:
