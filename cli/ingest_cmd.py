@@ -166,7 +166,7 @@ def _bulk(
     json: bool,
 ) -> int:
     """``--bulk``: the pipeline, then neo4j-admin's import (kg.bulk)."""
-    from kg.bulk import bulk_ingest
+    from kg import bulk_ingest
 
     if triplets is None:
         console.print(labelled("error:", "bold red", "--bulk loads a --triplets file"))

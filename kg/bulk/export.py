@@ -57,20 +57,7 @@ def write_import_files(writer: StagingWriter, folder: Path, meta: Props) -> Impo
     folder.mkdir(parents=True, exist_ok=True)
     g = writer.graph
     meta = {**meta, "type_labels": list(g.type_labels) or None}
-    delimiter = array_delimiter(_arrays(g, meta))
-
-    def node_file(label: str) -> CsvFile:
-        columns = NODE_COLUMNS[label]
-        return CsvFile(
-            folder / f"{label.lower()}.csv", (columns[0], ":LABEL", *columns[1:]), delimiter
-        )
-
-    def link_file(rel_type: str) -> CsvFile:
-        start, end = LINKS[rel_type]
-        columns = (f":START_ID({start})", f":END_ID({end})", ":TYPE")
-        return CsvFile(folder / f"{rel_type.lower()}.csv", columns, delimiter)
-
-    files: list[CsvFile] = []
+    files = _Files(folder, array_delimiter(_arrays(g, meta)))
     with_labels: list[tuple[str, dict[str, Props], dict[str, str]]] = [
         ("Document", g.documents, {}),
         ("Chunk", g.chunks, g.chunk_labels),
@@ -79,45 +66,66 @@ def write_import_files(writer: StagingWriter, folder: Path, meta: Props) -> Impo
         ("KgMeta", {"kg": {"id": "kg", **meta}}, {}),
     ]
     for label, nodes, extra in with_labels:
-        out = node_file(label)
-        files.append(out)
+        out = files.nodes(label)
         for node_id, props in nodes.items():
             labels = [label, extra[node_id]] if node_id in extra else [label]
             out.write_props(props, (node_id, labels))
-    relations = CsvFile(
-        folder / "relations.csv",
-        (":START_ID(Entity)", ":END_ID(Entity)", ":TYPE", *RELATION_COLUMNS),
-        delimiter,
-    )
-    files.append(relations)
+    relations = files.relations()
     for key, rel in g.relations.items():
         relations.write_props(rel.props, (rel.source, rel.target, rel.type), row_id=key)
     for rel_type, pairs in (("PART_OF", g.part_of), ("NEXT", g.next), ("MENTIONS", g.mentions)):
-        out = link_file(rel_type)
-        files.append(out)
+        out = files.links(rel_type)
         for start, end in pairs:
             out.write((start, end, rel_type))
-    sink = _FactFiles(node_file("Fact"), link_file("ABOUT"))
-    files += [sink.facts_file, sink.about_file]
-    writer.finish(sink)
-    for f in files:
-        f.close()
-    node_files = tuple(f.path for f in files if f.columns[1] == ":LABEL")
-    result = ImportFiles(
-        folder=folder,
-        nodes=node_files,
-        relationships=tuple(f.path for f in files if f.path not in node_files),
-        array_delimiter=delimiter,
-        counts={f.path.stem: f.rows for f in files},
-        empty_arrays={
-            (f.path.stem, name): ids for f in files for name, ids in f.empty_arrays.items()
-        },
-    )
+    writer.finish(_FactFiles(files.nodes("Fact"), files.links("ABOUT")))
+    result = files.close()
     # For a server elsewhere: `neo4j-admin database import full @import.args neo4j`, run in
     # a copy of this folder (docs/import-format.md, "Bulk load").
     args = "\n".join(argfile_quote(a) for a in result.arguments(relative=True))
     (folder / "import.args").write_text(args + "\n", encoding="utf-8")
     return result
+
+
+class _Files:
+    """The files of one load, opened with their typed headers."""
+
+    def __init__(self, folder: Path, delimiter: str) -> None:
+        self.folder, self.delimiter = folder, delimiter
+        self.opened: list[CsvFile] = []
+
+    def _open(self, name: str, columns: tuple[str, ...]) -> CsvFile:
+        out = CsvFile(self.folder / f"{name}.csv", columns, self.delimiter)
+        self.opened.append(out)
+        return out
+
+    def nodes(self, label: str) -> CsvFile:
+        columns = NODE_COLUMNS[label]
+        return self._open(label.lower(), (columns[0], ":LABEL", *columns[1:]))
+
+    def relations(self) -> CsvFile:
+        ends = (":START_ID(Entity)", ":END_ID(Entity)", ":TYPE")
+        return self._open("relations", (*ends, *RELATION_COLUMNS))
+
+    def links(self, rel_type: str) -> CsvFile:
+        start, end = LINKS[rel_type]
+        return self._open(rel_type.lower(), (f":START_ID({start})", f":END_ID({end})", ":TYPE"))
+
+    def close(self) -> ImportFiles:
+        for f in self.opened:
+            f.close()
+        node_files = tuple(f.path for f in self.opened if f.columns[1] == ":LABEL")
+        return ImportFiles(
+            folder=self.folder,
+            nodes=node_files,
+            relationships=tuple(f.path for f in self.opened if f.path not in node_files),
+            array_delimiter=self.delimiter,
+            counts={f.path.stem: f.rows for f in self.opened},
+            empty_arrays={
+                (f.path.stem, name): ids
+                for f in self.opened
+                for name, ids in f.empty_arrays.items()
+            },
+        )
 
 
 class _FactFiles(FactSink):
