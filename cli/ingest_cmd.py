@@ -129,7 +129,10 @@ def ingest(
     if not path.exists():
         console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
-    if bulk or bulk_files is not None:
+    if bulk_files is not None and not bulk:
+        console.print(labelled("error:", "bold red", "--bulk-files goes with --bulk"))
+        return 1
+    if bulk:
         return _bulk(settings, console, path, triplets, namespace, bulk_files, json=json)
     options = IngestOptions(
         triplets=triplets,
