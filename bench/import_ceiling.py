@@ -156,8 +156,14 @@ def ceiling_rows(settings: Settings, driver: Driver, folder: Path, corpus: Path)
 
     return {
         "documents": [{"id": i, "props": plain(p)} for i, p in g.documents.items()],
-        "chunks": [{"id": c, "doc": d, "props": plain(g.chunks[c])} for c, d in sorted(g.part_of)],
-        "entities": [{"id": i, "props": plain(p)} for i, p in g.entities.items()],
+        "chunks": [
+            {"id": c, "doc": d, "label": g.chunk_labels[c], "props": plain(g.chunks[c])}
+            for c, d in sorted(g.part_of)
+        ],
+        "entities": [
+            {"id": i, "label": g.entity_labels.get(i, "Entity"), "props": plain(p)}
+            for i, p in g.entities.items()
+        ],
         "mentions": [{"chunk": c, "entity": e} for c, e in sorted(g.mentions)],
         "relations": [
             {"source": r.source, "target": r.target, "key": k, "props": plain(r.props)}
@@ -174,7 +180,10 @@ def write_ceiling(driver: Driver, rows: dict[str, Any], batch: int) -> dict[str,
         began = time.perf_counter()
         data: Sequence[Any] = rows[name]
         for start in range(0, len(data), batch):
-            driver.execute_query(query, rows=data[start : start + batch], database_="neo4j")
+            try:
+                driver.execute_query(query, rows=data[start : start + batch], database_="neo4j")
+            except Exception as exc:
+                raise RuntimeError(f"ceiling step {name}: {data[start]}") from exc
         steps[name] = time.perf_counter() - began
     return steps
 
