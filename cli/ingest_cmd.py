@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from json import dumps
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -120,6 +121,24 @@ def ingest(
     max_calls: Annotated[int | None, Parameter(help="Stop after this many LLM calls.")] = None,
     max_tokens: Annotated[int | None, Parameter(help="Stop after this many LLM tokens.")] = None,
     json: Annotated[bool, Parameter(help="Print the summary as one JSON object.")] = False,
+    bulk: Annotated[
+        bool,
+        Parameter(
+            help="With --triplets: a first load through Neo4j's importer (neo4j-admin "
+            "database import full) into the local server's empty database. The server stops "
+            "for the import and starts again; the schema and indexes are built after. Refused "
+            "when the database holds a graph or kg is not connected to the local server.",
+            negative=(),
+        ),
+    ] = False,
+    bulk_files: Annotated[
+        Path | None,
+        Parameter(
+            help="With --bulk: keep the import files (CSV, and import.args for neo4j-admin) "
+            "in this folder, e.g. to import them on another server (docs/import-format.md); "
+            "by default they go in a temporary folder, removed after the load.",
+        ),
+    ] = None,
 ) -> int:
     """Load, chunk, extract (or import), resolve and write PATH into Neo4j.
 
@@ -135,6 +154,11 @@ def ingest(
     if not path.exists():
         console.print(labelled("error:", "bold red", f"{path} does not exist"))
         return 1
+    if bulk_files is not None and not bulk:
+        console.print(labelled("error:", "bold red", "--bulk-files goes with --bulk"))
+        return 1
+    if bulk:
+        return _bulk(settings, console, path, triplets, namespace, bulk_files, json=json)
     options = IngestOptions(
         triplets=triplets,
         namespace=namespace,
@@ -165,6 +189,40 @@ def ingest(
     else:
         Console().print(summary_table(summary))
     return 0 if summary.ok else 2
+
+
+def _bulk(
+    settings: Settings,
+    console: Console,
+    path: Path,
+    triplets: Path | None,
+    namespace: str | None,
+    files: Path | None,
+    *,
+    json: bool,
+) -> int:
+    """``--bulk``: the pipeline, then neo4j-admin's import (kg.bulk)."""
+    from kg import bulk_ingest
+
+    if triplets is None:
+        console.print(labelled("error:", "bold red", "--bulk loads a --triplets file"))
+        return 1
+    with RichProgress(console, enabled=not json and console.is_terminal) as progress:
+        result = bulk_ingest(
+            settings, path, triplets=triplets, namespace=namespace, progress=progress,
+            files_dir=files,
+        )  # fmt: skip
+    if json:
+        print(dumps(result.to_dict(), ensure_ascii=False, sort_keys=True, default=str))  # noqa: T201
+        return 0 if result.ingest.ok else 2
+    table = summary_table(result.ingest)
+    table.add_row("bulk load seconds (end to end)", f"{result.seconds:.1f}")
+    table.add_row(
+        "bulk seconds per step", " · ".join(f"{k} {v:.1f}" for k, v in result.timings.items())
+    )
+    table.add_row("imported rows", " · ".join(f"{k} {v}" for k, v in result.files.items()))
+    Console().print(table)
+    return 0 if result.ingest.ok else 2
 
 
 MAX_DROPPED_SHOWN = 20

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
     from kg.answer.nlquery import QueryRequest, QueryResponse
+    from kg.bulk import BulkSummary, bulk_ingest
     from kg.client import (
         MODEL_VERSION,
         AsyncKnowledgeGraph,
@@ -89,6 +90,7 @@ _HOME = {
              "ServiceFactory current_client schema_statements search_service"),
     **_homes("kg.localserver", "LocalNeo4j ServerStatus local_server"),
     **_homes("kg.ingest", "IngestSummary Progress"),
+    **_homes("kg.bulk", "BulkSummary bulk_ingest"),
     **_homes("kg.graph.migrate", "MigrationReport"),
     **_homes("kg.graph.namespaces", "ForgetReport"),
     **_homes("kg.scope", "bound_namespaces"),
@@ -128,6 +130,7 @@ __all__ = [
     "AnswerResponse",
     "AsOf",
     "AsyncKnowledgeGraph",
+    "BulkSummary",
     "CommunityBuildSummary",
     "ConfigError",
     "Embedder",
@@ -167,6 +170,7 @@ __all__ = [
     "TemplateInfo",
     "TemplateResult",
     "bound_namespaces",
+    "bulk_ingest",
     "current_client",
     "local_server",
     "schema_statements",

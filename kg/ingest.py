@@ -266,6 +266,7 @@ def ingest(
     chunk_embedder: Embedder | None = None,
     shard: Shard | None = None,
     finish: bool | None = None,
+    writer: GraphWriter | None = None,
 ) -> IngestSummary:
     """Run the whole pipeline over ``path``; see the module docstring for the guarantees.
 
@@ -276,6 +277,8 @@ def ingest(
     ``shard``: only the documents of this shard (kg/shards.py); ``finish``: resolve and write
     what is staged now (True), never (False: a ``--workers`` child), or (None) unless this is
     a shard and other shards have not staged yet (docs/architecture.md, "Parallel ingest").
+    ``writer``: where the graph goes (default :func:`make_writer`'s); a bulk load
+    (kg.bulk) passes one that writes files for ``neo4j-admin database import``.
     """
     if prune and keep_missing:
         raise ConfigError("--prune confirms removals and --keep-missing refuses them: give one")
@@ -286,7 +289,7 @@ def ingest(
     summary = IngestSummary(root=printable_path(str(root)), source=source, dry_run=dry_run)
     clock = _Clock(summary, progress)
     embedder, chunk_embedder = _embedders(settings, driver, embedder, chunk_embedder, dry_run)
-    writer = make_writer(settings, driver, chunk_embedder)
+    writer = writer or make_writer(settings, driver, chunk_embedder)
 
     method = _method(settings, triplets, graph)
     with clock.stage("load"):

@@ -48,15 +48,24 @@ def type_label(entity_type: str) -> str | None:
 def grant(driver: Driver, database: str, types: Iterable[str], limit: int) -> dict[str, str]:
     """Labels for ``types``: those already granted, and new ones while fewer than ``limit``
     exist. Returns type -> label for the types that have one."""
-    wanted = {t: label for t in set(types) if (label := type_label(t)) is not None}
-    if not wanted:
+    if not any(type_label(t) is not None for t in set(types)):
         return {}
     records, _, _ = driver.execute_query(_READ, database_=database)
     granted = list(records[0]["labels"] or []) if records else []
+    new, labels = choose(granted, types, limit)
+    if new:
+        driver.execute_query(_GRANT, labels=new, database_=database)
+    return labels
+
+
+def choose(
+    granted: list[str], types: Iterable[str], limit: int
+) -> tuple[list[str], dict[str, str]]:
+    """The decision of :func:`grant` without the store: the labels to grant now (first come,
+    in name order, while fewer than ``limit`` exist), and type -> label for the types that
+    have one afterwards. A bulk load (kg.bulk) keeps ``granted`` in memory."""
+    wanted = {t: label for t in set(types) if (label := type_label(t)) is not None}
     new = [label for label in sorted(set(wanted.values())) if label not in granted]
-    room = max(0, limit - len(granted))
-    if new and room:
-        driver.execute_query(_GRANT, labels=new[:room], database_=database)
-        granted += new[:room]
-    allowed = set(granted)
-    return {t: label for t, label in wanted.items() if label in allowed}
+    new = new[: max(0, limit - len(granted))]
+    allowed = {*granted, *new}
+    return new, {t: label for t, label in wanted.items() if label in allowed}

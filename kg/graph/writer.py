@@ -517,9 +517,7 @@ class GraphWriter:
 
     def upsert_entities(self, entities: Sequence[EntityRow]) -> WriteCounts:
         """Merge entities; a new entity also gets its type's label (kg.graph.type_labels)."""
-        labels = grant_type_labels(
-            self.driver, self.database, {e.type for e in entities}, self.bounds.max_type_labels
-        )
+        labels = self._type_labels({e.type for e in entities})
         rows = [
             {
                 "id": cut_key(e.id),
@@ -622,14 +620,12 @@ class GraphWriter:
         names = sorted(counts)
         storage: dict[str, str] = {}
         for batch in _batches(names, self.batch_size):
-            records, _, _ = self.driver.execute_query(
-                _PREDICATES, names=batch, database_=self.database
-            )
+            records = self._read(_PREDICATES, names=batch)
             storage.update({r["name"]: r["stored_as"] for r in records})
         new = [n for n in names if n not in storage]
         if not new:
             return storage
-        records, _, _ = self.driver.execute_query(_PROMOTED_COUNT, database_=self.database)
+        records = self._read(_PROMOTED_COUNT)
         room = max(0, self.types.max_promoted - int(records[0]["promoted"]))
         rows: list[dict[str, Any]] = []
         for name in sorted(new, key=lambda n: (-counts[n], n)):
@@ -649,7 +645,7 @@ class GraphWriter:
 
     def _close_superseded(self, pairs: list[dict[str, str]]) -> int:
         """Close older open edges of single-valued types; returns how many were closed."""
-        records, _, _ = self.driver.execute_query(_OPEN_EDGES, rows=pairs, database_=self.database)
+        records = self._read(_OPEN_EDGES, rows=pairs)
         groups: dict[tuple[str, str], list[OpenEdge]] = {}
         for r in records:
             first_seen = r["first_seen"].to_native() if r["first_seen"] is not None else None
@@ -726,6 +722,15 @@ class GraphWriter:
                 if len(kept) >= self.bounds.max_aliases:
                     break
         return kept
+
+    def _type_labels(self, types: set[str]) -> dict[str, str]:
+        """Type -> label for the types that have (or now get) one (kg.graph.type_labels)."""
+        return grant_type_labels(self.driver, self.database, types, self.bounds.max_type_labels)
+
+    def _read(self, query: LiteralString, **params: Any) -> list[Any]:
+        """The records of a read the writes depend on (predicate catalogue, open edges)."""
+        records, _, _ = self.driver.execute_query(query, params, database_=self.database)
+        return list(records)
 
     def _parameters(self, key: str, rows: list[Any]) -> dict[str, Any]:
         return {
