@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from neo4j import Driver
 
-from kg.graph.lock import GraphLock, LockLost, LockTimeout
+from kg.graph.lock import GraphLock, LockLost, LockTimeout, new_owner
 from kg.settings import Settings
 
 NAME = "test-lock"
@@ -62,7 +63,9 @@ def test_a_held_lock_is_renewed_while_its_holder_works(
 def test_a_waiter_times_out_or_gets_the_lock_when_it_is_released(
     locks: tuple[GraphLock, GraphLock],
 ) -> None:
-    a, b = locks
+    # Leases far longer than the test: only the release may free the lock (with the fixture's
+    # 1 s lease, a slow machine let the lease run out before the release and the waiter in).
+    a, b = (replace(lock, lease_s=30.0, owner=new_owner()) for lock in locks)
     a.acquire(wait_s=5)
     with pytest.raises(LockTimeout):
         b.acquire(wait_s=0.5, poll_s=0.1)
