@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from kg.settings import Settings
 from tests.apidata import wipe, write_graph
 from tests.apiserver import free_port
 from tests.clienv import cli_env
+from tests.mcpserver import mcp_http_server
 
 REPO = Path(__file__).resolve().parents[2]
 BODY_TIMEOUT_S = 2.0
@@ -66,26 +65,10 @@ def server(
         KG_API__MCP_MAX_SESSIONS=str(MAX_SESSIONS),
         KG_API__MCP_SESSION_IDLE_S=str(SESSION_IDLE_S),
     )
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "mcp", "--http", "--port", str(port)],
-            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url, timeout=2)
-                break
-            except httpx.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log.read_text()) from None
-                time.sleep(0.3)
-        yield Server(url, port, log)
+        with mcp_http_server(env, port, log) as url:
+            yield Server(url, port, log)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
         wipe(driver, settings)
 
 
