@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, LiteralString
 
@@ -87,17 +87,9 @@ class StagingWriter(w.GraphWriter):
 
     @classmethod
     def like(cls, writer: w.GraphWriter) -> StagingWriter:
-        """A staging writer with ``writer``'s policy, bounds and fact embedder."""
-        return cls(
-            driver=writer.driver,
-            database=writer.database,
-            batch_size=writer.batch_size,
-            single_valued=writer.single_valued,
-            types=writer.types,
-            bounds=writer.bounds,
-            static_min_rows=writer.static_min_rows,
-            fact_embedder=writer.fact_embedder,
-        )
+        """A staging writer with ``writer``'s policy, bounds and fact embedder: every field
+        of the MERGE writer, so one added there is carried here too."""
+        return cls(**{f.name: getattr(writer, f.name) for f in fields(w.GraphWriter) if f.init})
 
     # -- what the pipeline calls, beyond the statements ----------------------------------------
 
