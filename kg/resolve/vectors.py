@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "Vectors", "normalize_rows"]
+__all__ = ["Embedder", "Vectors", "embed_queries", "normalize_rows"]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -25,6 +25,13 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Questions, on the query side of an asymmetric embedder (e5 prefixes ``query:`` to a
+    question and ``passage:`` to what it is matched against); others embed them as any text."""
+    side = getattr(embedder, "embed_queries", None)
+    return side(texts) if callable(side) else embedder.embed(texts)
 
 
 def normalize_rows(vectors: Vectors) -> Vectors:

@@ -23,6 +23,7 @@ from kg.cypher.guard import Guard
 from kg.errors import ConfigError
 from kg.languages import LanguageCode
 from kg.resolve import Embedder
+from kg.resolve.vectors import embed_queries
 from kg.search.models import ChunkHit, SearchRequest
 from kg.search.ranking import Ranked, Weights
 from kg.settings import Settings
@@ -101,8 +102,9 @@ def chunk_hits(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
 
 
 def embed(embedder: Embedder, text: str, dim: int) -> list[float] | None:
-    """The text's embedding, or None when it has no signal (a zero vector)."""
-    vector = embedder.embed([text])[0]
+    """The question's embedding (the query side of an asymmetric embedder), or None when it
+    has no signal (a zero vector)."""
+    vector = embed_queries(embedder, [text])[0]
     if vector.shape[0] != dim:
         raise ConfigError(
             f"the embedder made a {vector.shape[0]}-d vector; its index holds {dim}-d"
