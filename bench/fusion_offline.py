@@ -3,6 +3,8 @@
     .venv/bin/python bench/fusion_offline.py --collect rankings.pkl   # ~10 min: four ingests
     .venv/bin/python bench/fusion_offline.py --rankings rankings.pkl  # the table, seconds
     .venv/bin/python bench/fusion_offline.py --collect r.pkl --variant w1:fact_weight=1.0
+    .venv/bin/python bench/fusion_offline.py --collect m.pkl --sets musique   # one set
+    .venv/bin/python bench/fusion_offline.py --rankings m.pkl r.pkl           # joined
 
 ``--variant NAME:KEY=JSON,...`` ranks with the graph signal again under other search settings
 on the same ingest (``graph@NAME``), alone and fused in the chosen hybrid: a graph setting's
@@ -83,7 +85,11 @@ async def _signals(
 
 
 def collect(
-    path: Path, uri: str | None, password: str | None, variants: Mapping[str, list[str]]
+    path: Path,
+    uri: str | None,
+    password: str | None,
+    variants: Mapping[str, list[str]],
+    sets: Sequence[str] = rq.SET_NAMES,
 ) -> None:
     from kg.localserver import throwaway_server
 
@@ -96,6 +102,8 @@ def collect(
                 throwaway_server(password="kg-bench-password", heap="1g", pagecache="512m")
             )
         for dev in dev_sets():
+            if dev.name.split()[0] not in sets:
+                continue
             rq.wipe(settings)
             started = time.perf_counter()
             print(f"[{dev.name}] ingest: {dev.ingest(settings)}", flush=True)
@@ -187,7 +195,14 @@ def variant_rules(data: Rankings) -> list[tuple[str, Rule]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--collect", type=Path, help="ingest the sets and write the rankings")
-    parser.add_argument("--rankings", type=Path, help="fuse these rankings with each rule")
+    parser.add_argument(
+        "--rankings", type=Path, nargs="+", help="fuse these rankings (joined) with each rule"
+    )
+    parser.add_argument(
+        "--sets",
+        default=",".join(rq.SET_NAMES),
+        help="with --collect: a subset of " + ",".join(rq.SET_NAMES),
+    )
     parser.add_argument("--uri", help="an existing Neo4j for --collect (its database is wiped)")
     parser.add_argument("--password")
     parser.add_argument(
@@ -198,12 +213,17 @@ def main() -> None:
     variants = {
         name: pairs.split(",") for name, _, pairs in (v.partition(":") for v in args.variant)
     }
+    chosen = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if unknown := set(chosen) - set(rq.SET_NAMES):
+        parser.error(f"--sets: unknown {sorted(unknown)}; choose from {rq.SET_NAMES}")
     if args.collect:
-        collect(args.collect, args.uri, args.password, variants)
-    source = args.rankings or args.collect
-    if source is None:
-        parser.error("give --collect FILE, --rankings FILE, or both")
-    data: Rankings = pickle.loads(source.read_bytes())
+        collect(args.collect, args.uri, args.password, variants, chosen)
+    sources = args.rankings or ([args.collect] if args.collect else [])
+    if not sources:
+        parser.error("give --collect FILE, --rankings FILE..., or both")
+    data: Rankings = {}
+    for source in sources:
+        data |= pickle.loads(source.read_bytes())
     names = list(data)
     print("| rule | " + " | ".join(names) + " | mean R@2 | mean R@5 |")
     print("|---" * (len(names) + 3) + "|")

@@ -656,6 +656,12 @@ def main() -> None:
     chosen = [s.strip() for s in args.sets.split(",") if s.strip()]
     if unknown := set(chosen) - set(SET_NAMES):
         parser.error(f"--sets: unknown {sorted(unknown)}; choose from {SET_NAMES}")
+    if not args.no_baselines:
+        try:
+            import bm25s  # noqa: F401  (only the baselines need it: fail before the ingests)
+        except ImportError:
+            parser.error("the baselines need the bench extras: pip install -e '.[bench]' "
+                         "(or pass --no-baselines)")  # fmt: skip
     modes = [m for m in KG_MODES if m in args.modes.split(",")]
     makers: dict[str, Callable[[], list[DevSet]]] = {
         "hotpotqa": lambda: [hotpotqa(args.questions)],
