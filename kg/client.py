@@ -54,12 +54,12 @@ from kg.cypher.admission import current_client
 from kg.cypher.guard import first_query_grace
 from kg.errors import ConfigError, KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
-from kg.graph.meta import MODEL_VERSION, ensure_current, read_model
+from kg.graph.meta import MODEL_VERSION, ensure_current, read_embedders, read_model
 from kg.graph.migrate import MigrationReport, already_current
 from kg.graph.migrate import migrate as run_migrate
 from kg.graph.namespaces import ForgetReport
 from kg.graph.namespaces import forget as run_forget
-from kg.graph.schema import SchemaReport, read_statements
+from kg.graph.schema import SchemaReport, drop_resized_vector_indexes, read_statements
 from kg.graph.schema import apply_schema as run_apply_schema
 from kg.ingest import IngestSummary, Progress, finish_ingest, make_writer
 from kg.ingest import ingest as run_ingest
@@ -278,14 +278,29 @@ class _GraphConfig:
             current = already_current(driver, self.database, identities)
             if current is not None:
                 return current
+            # Another embedder of another width: its vectors are all rewritten below, so the
+            # indexes sized for the old ones are made again at the new width first.
+            stored = read_embedders(driver, self.database)
+            widths = {"entity": self.embedder.dim, "chunk": self.chunk_embedder.dim}
+            resized = drop_resized_vector_indexes(
+                driver,
+                database=self.database,
+                kinds={
+                    kind: width
+                    for kind, width in widths.items()
+                    if stored.get(kind) not in (None, identities[kind])
+                },
+            )
             self._schema(driver)
-            return run_migrate(
+            report = run_migrate(
                 driver,
                 self.database,
                 make_writer(self.settings, driver, self.chunk_embedder),
                 entity_embedder=self.embedder,
                 chunk_embedder=self.chunk_embedder,
             )
+            report.notes += [f"vector index {name} made again at its new width" for name in resized]
+            return report
         except (Neo4jError, DriverError, OSError) as exc:
             raise translate(exc, "migrate") from exc
 

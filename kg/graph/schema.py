@@ -96,3 +96,34 @@ def apply_schema(
     return SchemaReport(
         created=sorted(after - before), existing=sorted(before & after), statements=len(statements)
     )
+
+
+#: The vector indexes each embedder kind fills (facts are embedded by the chunk embedder).
+EMBEDDER_VECTOR_INDEXES = {
+    "entity": ("entity_embedding",),
+    "chunk": ("chunk_embedding", "fact_embedding"),
+}
+
+# Index names are this module's constants, never user data (checked against the map above).
+_DROP_VECTOR_INDEX: dict[str, LiteralString] = {
+    "entity_embedding": "DROP INDEX entity_embedding IF EXISTS",
+    "chunk_embedding": "DROP INDEX chunk_embedding IF EXISTS",
+    "fact_embedding": "DROP INDEX fact_embedding IF EXISTS",
+}
+
+
+def drop_resized_vector_indexes(
+    driver: Driver, *, database: str, kinds: dict[str, int]
+) -> list[str]:
+    """Drop the vector indexes of these embedder kinds (``{"chunk": 384}``) whose width is not
+    the given one, so that :func:`apply_schema` makes them again at that width. Only for a
+    re-embedding (kg migrate to another embedder): the vectors they held are rewritten."""
+    records, _, _ = driver.execute_query(_VECTOR_DIMS, database_=database)
+    widths = {str(r["name"]): r["dims"] for r in records}
+    dropped = []
+    for kind, width in kinds.items():
+        for name in EMBEDDER_VECTOR_INDEXES[kind]:
+            if widths.get(name) is not None and int(widths[name]) != width:
+                driver.execute_query(_DROP_VECTOR_INDEX[name], database_=database)
+                dropped.append(name)
+    return dropped

