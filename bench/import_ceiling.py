@@ -40,7 +40,7 @@ from bench.open_vocab_bench import generate
 from kg.bulk.staging import FactSink, Props, StagingWriter
 from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
-from kg.graph.writer import _MATCH_ENDS, GraphWriter
+from kg.graph.writer import _MATCH_ENDS, _RESTATE_RELATIONS, GraphWriter
 from kg.ingest import ingest, make_writer
 from kg.localserver import throwaway_server
 from kg.settings import Settings
@@ -116,6 +116,8 @@ class TimedWriter(GraphWriter):
 
     def _write_summary(self, query: Any, rows: Any, returned: Any = None) -> Any:
         kind = "  dynamic-type relations" if "$(row.type)" in query else None
+        if kind is None and query == _RESTATE_RELATIONS:
+            kind = "  restated relations"
         if kind is None and query.startswith(_MATCH_ENDS):
             kind = "  static-type relations"
         if kind is None:
