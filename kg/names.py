@@ -11,6 +11,7 @@ of it (``Don't Panic``, ``C++``, ``snake_case``, ``node.js``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["plain_name"]
@@ -31,6 +32,22 @@ def plain_name(text: str) -> str:
 
     An empty result means the text was only punctuation (the caller refuses such a name).
     """
+    if len(text) <= _CACHED_CHARS:
+        return _plain_cached(text)
+    return _plain(text)
+
+
+# Imports and extraction repeat the same names many times over; the result is pure, so short
+# names are remembered (bounded: a hostile input cannot grow it).
+_CACHED_CHARS = 256
+
+
+@functools.lru_cache(maxsize=65536)
+def _plain_cached(text: str) -> str:
+    return _plain(text)
+
+
+def _plain(text: str) -> str:
     text = _BACKTICKS.sub("", text)
     text = _STRONG.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\1", text)

@@ -131,6 +131,12 @@ class StagingWriter(w.GraphWriter):
             return [{"promoted": sum(1 for p in g.predicates.values() if p["promoted"])}]
         if query == w._OPEN_EDGES:
             return list(self._open_edges(params["rows"]))
+        if query == w._CHUNK_NAMESPACES:
+            return [
+                {"id": i, "namespace": g.chunks[i].get("namespace")}
+                for i in params["ids"]
+                if i in g.chunks
+            ]
         raise StoreError("a bulk load cannot answer this read: it writes into an empty graph")
 
     def _write_summary(
@@ -147,6 +153,8 @@ class StagingWriter(w.GraphWriter):
         return self._apply(query, rows)[0]
 
     def _apply(self, query: str, rows: list[Any]) -> tuple[list[Any], Counters]:
+        if query == w._RESTATE_RELATIONS:
+            return self._restated(rows), Counters()
         if query.startswith(w._MATCH_ENDS):
             return self._relations(query, rows)
         handlers = {
@@ -267,22 +275,16 @@ class StagingWriter(w.GraphWriter):
             e = g.entities.get(row["entity_id"])
             if e is None:
                 continue
-            names: list[str] = []
             for chunk_id in row["chunk_ids"]:
-                chunk = g.chunks.get(chunk_id)
-                if chunk is None:
-                    continue
-                g.mentions.add((chunk_id, row["entity_id"]))
-                ns = chunk.get("namespace")
-                if ns is not None and ns not in names:
-                    names.append(ns)
-            e["namespaces"] = _union(e.get("namespaces") or [], names)
+                if chunk_id in g.chunks:
+                    g.mentions.add((chunk_id, row["entity_id"]))
+            e["namespaces"] = _union(e.get("namespaces") or [], row["namespaces"])
         return []
 
     def _relations(self, query: str, rows: list[Props]) -> tuple[list[Any], Counters]:
         g = self.graph
         static = _STATIC_TYPE.search(query)
-        factless: list[Any] = []
+        records: list[Any] = []
         created = 0
         for row in rows:
             a, b = g.entities.get(row["source"]), g.entities.get(row["target"])
@@ -291,34 +293,45 @@ class StagingWriter(w.GraphWriter):
             props = row["props"]
             key = props["key"]
             rel = g.relations.get(key)
-            if rel is None:
-                created += 1
-                rel_type = static.group(1) if static else row["type"]
-                rel = StagedRelation(rel_type, row["source"], row["target"], {})
-                _set(rel.props, props)
-                rel.props["first_seen"] = rel.props["last_seen"] = self.now
-                g.relations[key] = rel
-                g.open_by_subject.setdefault((row["source"], props["predicate"]), []).append(key)
-                factless.append(
-                    {
-                        "key": key,
-                        "subject_id": a["id"],
-                        "subject": a.get("name"),
-                        "predicate": rel.props.get("predicate"),
-                        "object_id": b["id"],
-                        "object": b.get("name"),
-                    }
-                )
-            else:
-                self._restate(rel.props, props)
-            chunks = (g.chunks.get(c) for c in props["chunk_ids"])
-            found = [c.get("namespace") for c in chunks if c is not None]
-            rel.props["namespaces"] = _union(rel.props.get("namespaces") or [], found)
-        return factless, Counters(relationships_created=created)
+            if rel is not None:
+                records.append({"rel": key, "created": False, "key": key})
+                continue
+            created += 1
+            rel_type = static.group(1) if static else row["type"]
+            rel = StagedRelation(rel_type, row["source"], row["target"], {})
+            _set(rel.props, props)
+            rel.props["namespaces"] = _union([], row["namespaces"])
+            rel.props["first_seen"] = rel.props["last_seen"] = self.now
+            g.relations[key] = rel
+            g.open_by_subject.setdefault((row["source"], props["predicate"]), []).append(key)
+            records.append(
+                {
+                    "rel": key,
+                    "created": True,
+                    "key": key,
+                    "subject_id": a["id"],
+                    "subject": a.get("name"),
+                    "predicate": rel.props.get("predicate"),
+                    "object_id": b["id"],
+                    "object": b.get("name"),
+                }
+            )
+        return records, Counters(relationships_created=created)
+
+    def _restated(self, rows: list[Props]) -> list[Any]:
+        """Edges stated again: their facts are planned already (a bulk load's graph starts
+        empty, and every edge it creates plans its fact), so none is returned."""
+        for row in rows:
+            rel = self.graph.relations.get(row["rel"])
+            if rel is None or (rel.source, rel.target) != (row["source"], row["target"]):
+                continue
+            self._restate(rel.props, row["props"])
+            rel.props["namespaces"] = _union(rel.props.get("namespaces") or [], row["namespaces"])
+        return []
 
     def _restate(self, r: Props, props: Props) -> None:
-        """``ON MATCH`` of a relation: a fact stated again (never within one bulk load's
-        ingest, whose rows are folded by key first; kept for the same semantics)."""
+        """``_RESTATE_RELATIONS`` of a relation: a fact stated again (never within one bulk
+        load's ingest, whose rows are folded by key first; kept for the same semantics)."""
         if not r.get("description"):
             _set(
                 r,

@@ -17,6 +17,7 @@ an ontology use. A predicate not in the table stays as it is (Russian or not).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -94,6 +95,18 @@ def normalize_predicate(value: str) -> str:
 
 def canonical_predicate(value: str) -> str:
     """``value`` normalized, then as the one predicate of its translations (:data:`SYNONYMS`)."""
+    if isinstance(value, str) and len(value) <= _CACHED_CHARS:
+        return _canonical(value)
+    return _canonical.__wrapped__(value)
+
+
+# An import restates the same few thousand predicates tens of thousands of times; normalizing
+# is pure, so short values are remembered (bounded: a hostile file cannot grow it).
+_CACHED_CHARS = 256
+
+
+@functools.lru_cache(maxsize=16384)
+def _canonical(value: str) -> str:
     text = normalize_predicate(value)
     return SYNONYMS.get(text, text)
 

@@ -67,10 +67,17 @@ def fact_rows(records: Sequence[Mapping[str, Any]], embedder: Embedder) -> list[
             "subject_id": r["subject_id"],
             "object_id": r["object_id"],
             "text": text,
-            "embedding": [float(x) for x in vector],
+            "embedding": _floats(vector),
         }
         for r, text, vector in zip(kept, texts, vectors, strict=True)
     ]
+
+
+def _floats(vector: Any) -> list[float]:
+    """Plain floats (an ndarray converts in one call; the values are the same)."""
+    if hasattr(vector, "tolist"):
+        return [float(x) for x in vector.tolist()]
+    return [float(x) for x in vector]
 
 
 def pages(rows: Sequence[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:

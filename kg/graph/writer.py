@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, LiteralString, TypeVar, cast
@@ -109,19 +110,18 @@ SET e:$(row.label)
 """
 
 # One row per entity with the chunks that mention it. An entity's namespaces are those of the
-# chunks that mention it (graph model 7), added once per row: two rows of one entity in a
-# statement would each read the list as it was before either wrote.
+# chunks that mention it (graph model 7), read by the writer before (_CHUNK_NAMESPACES) and
+# added once per row: two rows of one entity in a statement would each read the list as it was
+# before either wrote. (A per-row subquery collecting them cost a nested plan per entity.)
 _UPSERT_MENTIONS: LiteralString = """
 UNWIND $rows AS row
 MATCH (e:Entity {id: row.entity_id})
-CALL (e, row) {
-  UNWIND row.chunk_ids AS chunk_id
-  MATCH (c:Chunk {id: chunk_id})
-  MERGE (c)-[:MENTIONS]->(e)
-  RETURN collect(DISTINCT c.namespace) AS names
-}
-SET e.namespaces = reduce(acc = coalesce(e.namespaces, []), n IN names |
+SET e.namespaces = reduce(acc = coalesce(e.namespaces, []), n IN row.namespaces |
     CASE WHEN n IN acc THEN acc ELSE acc + n END)
+WITH e, row
+UNWIND row.chunk_ids AS chunk_id
+MATCH (c:Chunk {id: chunk_id})
+MERGE (c)-[:MENTIONS]->(e)
 """
 
 _MATCH_ENDS: LiteralString = """
@@ -130,11 +130,35 @@ MATCH (a:Entity {id: row.source})
 MATCH (b:Entity {id: row.target})
 """
 
-# What a new edge gets, and what restating a fact changes: shared by both statements below.
-_SET_RELATION: LiteralString = """
-ON CREATE SET r += row.props, r.first_seen = $now, r.last_seen = $now
-ON MATCH SET
-    r.description_source = CASE WHEN coalesce(r.description, '') = ''
+# A new edge gets every property of its row, set one by one (a map set, `r += row.props`, makes
+# the planner order the statement with Eager), and the namespaces of its chunks, which the writer
+# read before (_CHUNK_NAMESPACES: a per-row subquery here cost another Eager and planning time).
+# An edge that existed is only marked (its created flag is false): _RESTATE_RELATIONS updates it
+# and its fact, in one text for every type. So this text, rendered once per stored type, stays
+# small: planning it is what a cold server pays per type (docs/architecture.md, "Writes").
+_CREATE_RELATION: LiteralString = """
+ON CREATE SET r.predicate = row.props.predicate, r.description = row.props.description,
+    r.weight = row.props.weight, r.validFrom = row.props.validFrom,
+    r.validTo = row.props.validTo, r.chunk_ids = row.props.chunk_ids,
+    r.description_source = row.props.description_source,
+    r.namespaces = reduce(acc = [], ns IN row.namespaces |
+        CASE WHEN ns IN acc THEN acc ELSE acc + ns END),
+    r.first_seen = $now, r.last_seen = $now
+RETURN elementId(r) AS rel, r.first_seen = $now AS created, r.key AS key, a.id AS subject_id,
+       a.name AS subject, r.predicate AS predicate, b.id AS object_id, b.name AS object
+"""
+
+# Restating a fact: provenance grows (bounded), the weight is the highest, the first non-empty
+# description stays, validTo is the latest given, namespaces are a union. The relation's fact
+# (kg/graph/facts.py) follows it in the same transaction: provenance and validity are copied; a
+# relation without a fact yet is returned, for the writer to embed its text and write the fact.
+# SET on a missing (null) fact does nothing.
+_RESTATE_RELATIONS: LiteralString = """
+UNWIND $rows AS row
+MATCH (a:Entity {id: row.source})
+MATCH (b:Entity {id: row.target})
+MATCH (a)-[r]->(b) WHERE elementId(r) = row.rel
+SET r.description_source = CASE WHEN coalesce(r.description, '') = ''
                                 THEN row.props.description_source
                                 ELSE r.description_source END,
     r.description = CASE WHEN coalesce(r.description, '') = '' THEN row.props.description
@@ -144,16 +168,8 @@ ON MATCH SET
                    + [c IN row.props.chunk_ids WHERE NOT c IN r.chunk_ids])[..$max_chunk_ids],
     r.validTo = coalesce(row.props.validTo, r.validTo),
     r.last_seen = $now
-WITH a, r, b, row
-SET r.namespaces = reduce(acc = coalesce(r.namespaces, []), ns IN COLLECT {
-        UNWIND row.props.chunk_ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.namespace
-    } | CASE WHEN ns IN acc THEN acc ELSE acc + ns END)
-"""
-
-# The relation's fact (kg/graph/facts.py) follows it in the same transaction: provenance and
-# validity are copied; a relation without a fact yet is returned, for the writer to embed its
-# text and write the fact. SET on a missing (null) fact does nothing.
-_SYNC_FACT: LiteralString = """
+SET r.namespaces = reduce(acc = coalesce(r.namespaces, []), ns IN row.namespaces |
+        CASE WHEN ns IN acc THEN acc ELSE acc + ns END)
 WITH a, r, b
 OPTIONAL MATCH (f:Fact {id: r.key})
 SET f.chunk_ids = r.chunk_ids, f.validTo = r.validTo, f.namespaces = r.namespaces
@@ -162,19 +178,27 @@ RETURN r.key AS key, a.id AS subject_id, a.name AS subject, r.predicate AS predi
        b.id AS object_id, b.name AS object
 """
 
+# The namespace of each chunk a write names (its document's source), for the rows above and
+# the mentions: only chunks that exist count.
+_CHUNK_NAMESPACES: LiteralString = """
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id})
+RETURN c.id AS id, c.namespace AS namespace
+"""
+
 # Measured on Neo4j 5.26 (docs/architecture.md): MERGE with a dynamic type `[r:$(row.type)]`
 # ran ~15x slower than a static type, so rows are grouped by stored type and each group runs
 # this text with __TYPE__ replaced by a name that passed the allowlist. Stored types are
 # bounded (see _predicate_storage), so the texts, and the server's plan cache, stay bounded.
 _UPSERT_RELATIONS_TEMPLATE = (
-    _MATCH_ENDS + "MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)" + _SET_RELATION + _SYNC_FACT
+    _MATCH_ENDS + "MERGE (a)-[r:`__TYPE__` {key: row.props.key}]->(b)" + _CREATE_RELATION
 )
 
 # Small groups of a typed predicate share this one text (the type is a parameter here, after
 # the same allowlist): planning a new text costs ~200 ms on the server, more than a dynamic-type
 # MERGE of a few dozen rows (docs/architecture.md, "Open vocabulary").
 _UPSERT_RELATIONS_DYNAMIC: LiteralString = (
-    _MATCH_ENDS + "MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)" + _SET_RELATION + _SYNC_FACT
+    _MATCH_ENDS + "MERGE (a)-[r:$(row.type) {key: row.props.key}]->(b)" + _CREATE_RELATION
 )
 
 # The predicate catalogue: one node per predicate ever written, with the type that stores it.
@@ -539,6 +563,7 @@ class GraphWriter:
         chunks: dict[str, list[str]] = {}
         for chunk_id, entity_id in sorted(set(pairs)):
             chunks.setdefault(entity_id, []).append(chunk_id)
+        namespaces = self._chunk_namespaces(c for ids in chunks.values() for c in ids)
         counts = WriteCounts()
         batch: list[dict[str, Any]] = []
         size = 0
@@ -547,7 +572,9 @@ class GraphWriter:
                 if batch and size + len(part) > self.batch_size:
                     counts.add(self._batched(_UPSERT_MENTIONS, batch))
                     batch, size = [], 0
-                batch.append({"entity_id": entity_id, "chunk_ids": part})
+                found = (namespaces[c] for c in part if c in namespaces)
+                names = list(dict.fromkeys(n for n in found if n is not None))
+                batch.append({"entity_id": entity_id, "chunk_ids": part, "namespaces": names})
                 size += len(part)
         if batch:
             counts.add(self._batched(_UPSERT_MENTIONS, batch))
@@ -575,6 +602,11 @@ class GraphWriter:
                     },
                 }
             )
+        namespaces = self._chunk_namespaces([c for r in merged for c in r.chunk_ids])
+        for rows in by_type.values():
+            for row in rows:
+                found = (c for c in row["props"]["chunk_ids"] if c in namespaces)
+                row["namespaces"] = [namespaces[c] for c in found]
         counts = WriteCounts()
         small: list[dict[str, Any]] = []
         factless: list[Any] = []  # relations written whose fact does not exist yet
@@ -583,9 +615,9 @@ class GraphWriter:
                 _relations_query(rel_type)  # the same allowlist check as a rendered text
                 small += [{**row, "type": rel_type} for row in rows]
             else:
-                counts.add(self._batched(_relations_query(rel_type), rows, factless))
+                counts.add(self._upsert_relation_rows(_relations_query(rel_type), rows, factless))
         if small:
-            counts.add(self._batched(_UPSERT_RELATIONS_DYNAMIC, small, factless))
+            counts.add(self._upsert_relation_rows(_UPSERT_RELATIONS_DYNAMIC, small, factless))
         counts.relations_written = len(merged)
         # Facts before closing: closing an edge then closes its fact too.
         counts.facts_written = self.upsert_facts(factless)
@@ -596,17 +628,56 @@ class GraphWriter:
             counts.relations_closed += self._close_superseded(batch)
         return counts
 
+    def _upsert_relation_rows(
+        self, query: LiteralString, rows: list[dict[str, Any]], factless: list[Any]
+    ) -> WriteCounts:
+        """Per batch: create the new edges (``query``), then restate the ones that existed
+        (and sync their facts); the records of edges still without a fact go to ``factless``."""
+        counts = WriteCounts()
+        for batch in _batches(rows, self.batch_size):
+            records: list[Any] = []
+            counts.add(_counts(self._write_summary(query, batch, records)))
+            factless += [r for r in records if r["created"] is True]
+            existed = {r["key"]: r["rel"] for r in records if r["created"] is not True}
+            restate = [
+                {**row, "rel": existed[row["props"]["key"]]}
+                for row in batch
+                if row["props"]["key"] in existed
+            ]
+            if restate:
+                counts.add(_counts(self._write_summary(_RESTATE_RELATIONS, restate, factless)))
+        return counts
+
+    def _chunk_namespaces(self, chunk_ids: Iterable[str]) -> dict[str, str | None]:
+        """The namespace of each of these chunks that exists (None: a chunk without one)."""
+        found: dict[str, str | None] = {}
+        for ids in _batches(sorted(set(chunk_ids)), self.batch_size):
+            for r in self._read(_CHUNK_NAMESPACES, ids=ids):
+                found[r["id"]] = r["namespace"]
+        return found
+
     def upsert_facts(self, relations: Sequence[Mapping[str, Any]]) -> int:
         """Embed and write the facts of these relations (records with key, subject_id,
         subject, predicate, object_id, object); how many were written."""
         if self.fact_embedder is None:
             return 0
-        written = 0
-        for page in pages(relations, self.batch_size):
-            rows = fact_rows(page, self.fact_embedder)
-            if rows:
-                self._write_summary(UPSERT_FACTS, rows)
-                written += len(rows)
+        embedder, written = self.fact_embedder, 0
+        # The next page is embedded (Python) while this one is written (the server): the same
+        # rows in the same order, one page ahead at most.
+        todo = pages(relations, self.batch_size)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kg-facts") as pool:
+
+            def embed_next() -> Future[list[dict[str, Any]]] | None:
+                page = next(todo, None)
+                return None if page is None else pool.submit(fact_rows, page, embedder)
+
+            ahead = embed_next()
+            while ahead is not None:
+                rows = ahead.result()
+                ahead = embed_next()
+                if rows:
+                    self._write_summary(UPSERT_FACTS, rows)
+                    written += len(rows)
         return written
 
     def predicate_storage(self, counts: Mapping[str, int]) -> dict[str, str]:
@@ -746,11 +817,7 @@ class GraphWriter:
         """Run ``query`` per batch; what it returns is added to ``returned`` when given."""
         counts = WriteCounts()
         for batch in _batches(rows, self.batch_size):
-            summary = self._write_summary(query, batch, returned)
-            counts.nodes_created += summary.nodes_created
-            counts.relationships_created += summary.relationships_created
-            counts.properties_set += summary.properties_set
-            counts.batches += 1
+            counts.add(_counts(self._write_summary(query, batch, returned)))
         return counts
 
     def _session(self) -> Session:
@@ -856,6 +923,16 @@ def _relations_query(rel_type: str) -> LiteralString:
     ):
         raise StoreError(f"refusing relationship type {rel_type!r}: not an allowed type")
     return cast(LiteralString, _UPSERT_RELATIONS_TEMPLATE.replace("__TYPE__", rel_type))
+
+
+def _counts(summary: Any) -> WriteCounts:
+    """A batch's server counters as WriteCounts."""
+    return WriteCounts(
+        nodes_created=summary.nodes_created,
+        relationships_created=summary.relationships_created,
+        properties_set=summary.properties_set,
+        batches=1,
+    )
 
 
 def _now() -> datetime:
