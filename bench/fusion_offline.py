@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.retrieval_quality as rq
-from kg.search.fusion import fuse, lead
+from kg.search.fusion import fuse, lead, vector_floor
 from kg.settings import Settings
 
 # per set, per question: signal -> ([(chunk id, score, document path, text)], fusion scale)
@@ -116,10 +116,20 @@ def single(name: str) -> Rule:
     return lambda rankings, _scales: [c[0] for c in rankings[name]]
 
 
-def hybrid(*, k: int = 5, lead_rank: int = 3, floor: float = 0.75, graph: str = "graph") -> Rule:
+def hybrid(
+    *,
+    k: int = 5,
+    lead_rank: int = 3,
+    floor: float = 0.75,
+    graph: str = "graph",
+    dense_floor: float | None = None,
+) -> Rule:
     """kg's rule (kg.search.fusion.confidence_weights, then fuse) with these settings; ``graph``
-    names the graph ranking to fuse (``graph@NAME``: a collected variant's)."""
-    base = Settings().search.fusion_weights
+    names the graph ranking to fuse (``graph@NAME``: a collected variant's); ``dense_floor``:
+    the vector signal's floor (None: kg's for the configured chunk embedder)."""
+    settings = Settings()
+    base = settings.search.fusion_weights
+    dense = vector_floor(settings.search, settings.chunks) if dense_floor is None else dense_floor
 
     def rule(
         rankings: Mapping[str, list[tuple[str, float, str, str]]],
@@ -138,7 +148,8 @@ def hybrid(*, k: int = 5, lead_rank: int = 3, floor: float = 0.75, graph: str = 
             if not ranked or weight <= 0:
                 continue
             confidence = lead([c[1] for c in ranked], lead_rank)
-            weight *= max(floor, confidence) if name == "text" else confidence
+            weight *= max(floor if name == "text" else dense if name == "vector" else 0.0,
+                          confidence)  # fmt: skip
             if weight > 0:
                 weights[name] = weight
         fused = fuse({n: [c[0] for c in r] for n, r in rankings.items()}, weights, k)
@@ -178,6 +189,11 @@ RULES: Sequence[tuple[str, Rule]] = (
     ("**chosen: anchor floor 0.75, k 5, lead rank 3**", hybrid()),
     *((f"anchor floor 0.75, k {k}", hybrid(k=k)) for k in (3, 4, 6, 8, 10)),
     *((f"anchor floor 0.75, lead rank {r}", hybrid(lead_rank=r)) for r in (2, 4)),
+    *(
+        (f"anchor floor 0.75, vector floor {f}", hybrid(dense_floor=f))
+        for f in (0.0, 0.5, 0.75, 1.0)
+    ),
+    ("anchor floor 0.5, vector floor 0.75", hybrid(floor=0.5, dense_floor=0.75)),
 )
 
 

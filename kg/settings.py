@@ -543,6 +543,14 @@ class SearchSettings(BaseModel):
         description="`hybrid`: the least share of its weight the anchor signal keeps when its "
         "own ranking is flat (1: always its whole weight).",
     )
+    fusion_vector_floor: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="`hybrid`: the least share of its weight the vector signal keeps when its "
+        "ranking is flat. Unset: 1 with the `e5` chunk embedder (its dense ranking is the "
+        "strongest part on every dev set), 0 with the others.",
+    )
     candidates: int = Field(
         50, ge=1, le=1000, description="Chunks each signal ranks before fusion and cutting."
     )

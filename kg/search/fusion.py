@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kg.search.models import ChunkHit
+from kg.settings import ChunkSettings, SearchSettings
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
@@ -74,11 +75,12 @@ def confidence_weights(
     lead_rank: int | None,
     anchor: str | None,
     anchor_floor: float = 1.0,
+    floors: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Each signal's fusion weight for one question: its set weight times its :func:`lead` at
     ``lead_rank`` (None: the set weight); the ``anchor`` signal's lead counts no lower than
-    ``anchor_floor`` (1: its set weight as is). A signal that found nothing, or weighs 0, is
-    left out."""
+    ``anchor_floor`` (1: its set weight as is), another signal's no lower than its entry in
+    ``floors`` (default 0). A signal that found nothing, or weighs 0, is left out."""
     out: dict[str, float] = {}
     for name, hits in rankings.items():
         weight = weights.get(name, 0.0)
@@ -86,7 +88,8 @@ def confidence_weights(
             continue
         if lead_rank is not None:
             confidence = lead([hit.score for hit in hits], lead_rank)
-            weight *= max(anchor_floor, confidence) if name == anchor else confidence
+            floor = anchor_floor if name == anchor else (floors or {}).get(name, 0.0)
+            weight *= max(floor, confidence)
         if weight > 0:
             out[name] = weight
     return out
@@ -101,3 +104,13 @@ def fuse_chunks(
     hits = [by_id[cid].model_copy(update={"score": score}) for cid, score in fused.items()]
     hits.sort(key=lambda c: (-c.score, c.id))
     return hits
+
+
+def vector_floor(search: SearchSettings, chunks: ChunkSettings) -> float:
+    """The least share of its weight the vector signal keeps in ``hybrid``: the setting, or
+    when unset, 1 with the e5 chunk embedder (its dense ranking is the strongest part on every
+    dev set: a flat-looking ranking is still right) and 0 with the others (WordLlama's is the
+    weakest: it counts only when it stands out). docs/search.md, "The chunk embedder"."""
+    if search.fusion_vector_floor is not None:
+        return search.fusion_vector_floor
+    return 1.0 if chunks.embedder == "e5" else 0.0

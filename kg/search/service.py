@@ -50,7 +50,7 @@ from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
 from kg.search.entities import Entities
-from kg.search.fusion import confidence_weights, fuse_chunks
+from kg.search.fusion import confidence_weights, fuse_chunks, vector_floor
 from kg.search.models import (
     DEPTHS,
     EntityDetail,
@@ -99,6 +99,7 @@ class SearchService:
     ) -> None:
         self.settings = settings
         self._search = settings.search
+        self._vector_floor = vector_floor(settings.search, settings.chunks)
         self._driver = driver
         self.guard = Guard(driver, settings, registry, bookmarks=bookmarks)
         self.started = False  # set by a successful startup(): the server was warmed
@@ -232,6 +233,7 @@ class SearchService:
                 lead_rank=self._search.fusion_lead_rank,
                 anchor=self._search.fusion_anchor,
                 anchor_floor=self._search.fusion_anchor_floor,
+                floors={"vector": self._vector_floor},
             )
             chunks = fuse_chunks(rankings, weights, self._search.fusion_k)
         else:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kg.search.fusion import confidence_weights, fuse_chunks, lead
+from kg.search.fusion import confidence_weights, fuse_chunks, lead, vector_floor
 from kg.search.models import ChunkHit
+from kg.settings import ChunkSettings, SearchSettings
 
 WEIGHTS = {"text": 1.0, "vector": 1.0, "graph": 1.0}
 
@@ -93,3 +94,24 @@ def test_the_anchor_keeps_at_least_its_floor() -> None:
     kept = confidence_weights(peaked, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=0.75)
     assert kept["text"] == pytest.approx(lead(PEAKED, 3))  # above the floor: its own lead
     assert kept["graph"] < 0.2  # a non-anchor never gets a floor
+
+
+def test_a_signal_given_a_floor_keeps_it_and_the_others_do_not() -> None:
+    flat = {"text": ranking("t", FLAT), "vector": ranking("v", FLAT), "graph": ranking("g", FLAT)}
+    weights = confidence_weights(
+        flat, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=0.75, floors={"vector": 1.0}
+    )
+    assert weights["text"] == pytest.approx(0.75)
+    assert weights["vector"] == 1.0  # a flat-looking dense ranking still counts whole
+    assert weights["graph"] < 0.2
+    plain = confidence_weights(flat, WEIGHTS, lead_rank=3, anchor="text", anchor_floor=0.75)
+    assert plain["vector"] == pytest.approx(weights["graph"])  # no floor: its own lead
+
+
+def test_the_vector_floor_follows_the_chunk_embedder_unless_set() -> None:
+    assert vector_floor(SearchSettings(), ChunkSettings()) == 0.0  # WordLlama
+    assert vector_floor(SearchSettings(), ChunkSettings(embedder="e5")) == 1.0
+    assert vector_floor(SearchSettings(), ChunkSettings(embedder="openai")) == 0.0
+    chosen = SearchSettings(fusion_vector_floor=0.5)
+    assert vector_floor(chosen, ChunkSettings(embedder="e5")) == 0.5
+    assert vector_floor(chosen, ChunkSettings()) == 0.5
