@@ -9,7 +9,7 @@ beside :meth:`embed` (kg.resolve.vectors.embed_queries picks it).
 
 It is a transformer, not a table: on this project's 2-core machine it embeds a few hundred
 tokens a second where WordLlama embeds a million, so an import takes minutes where it took
-seconds (docs/configuration.md, docs/search.md "The embedder"). The C engine uses OpenMP;
+seconds (docs/search.md, "The chunk embedder"). The C engine uses OpenMP;
 kg asks its threads to sleep when idle, so they do not spin against Neo4j and the API.
 """
 
@@ -32,8 +32,6 @@ _BATCH = 64
 # One search embeds its question for several signals (vector, the graph's fact anchors): the
 # last questions' vectors are kept, so each costs one forward pass.
 _RECENT_QUESTIONS = 64
-
-_BATCH = 64
 
 
 def load_model() -> Any:

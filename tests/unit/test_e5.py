@@ -4,9 +4,7 @@ dependency), never a stand-in."""
 
 from __future__ import annotations
 
-import socket
 import sys
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from kg.resolve.e5 import E5Embedder
 from kg.resolve.embed import HashingEmbedder, embedder_identity, make_chunk_embedder
 from kg.resolve.vectors import embed_queries
 from kg.settings import ChunkSettings
+from tests.offline import refuse_sockets
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +25,7 @@ def embedder() -> E5Embedder:
 
 
 def test_it_loads_and_embeds_with_every_socket_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    opened: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        opened.append(args)
-        raise OSError("network disabled by the test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    opened = refuse_sockets(monkeypatch)
     fresh = E5Embedder()  # the load happens under the patch
     vectors = fresh.embed(["The ledger is owned by finance.", "", "Команда финансов"])
     assert opened == []

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
-from typing import Any
 
 import numpy as np
 import pytest
@@ -13,19 +11,11 @@ from kg.errors import ConfigError
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.resolve.wordllama import WordLlamaEmbedder
 from kg.settings import ChunkSettings
+from tests.offline import refuse_sockets
 
 
 def test_it_loads_and_embeds_with_every_socket_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    opened: list[Any] = []
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        opened.append(args)
-        raise OSError("network disabled by the test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    opened = refuse_sockets(monkeypatch)
     embedder = WordLlamaEmbedder()  # a fresh one: the load happens under the patch
     vectors = embedder.embed(["The ledger is owned by finance.", "", "Команда финансов"])
     assert opened == []
