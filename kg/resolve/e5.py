@@ -74,28 +74,33 @@ class E5Embedder:
         """Questions: e5's ``query:`` side; a question asked again is not embedded again."""
         if len(texts) != 1:
             return self._encode(texts, query=True)
+        # Looked up and filled under the engine's lock: two signals asking for one question
+        # at once (vector and the graph's fact anchors, in hybrid) cost one forward pass, the
+        # second waiting for the first's vector instead of computing it again.
         with self._lock:
             known = self._recent.get(texts[0])
-            if known is not None:
+            if known is None:
+                known = self._encode_locked(texts, query=True)
+                self._recent[texts[0]] = known
+                while len(self._recent) > _RECENT_QUESTIONS:
+                    self._recent.popitem(last=False)
+            else:
                 self._recent.move_to_end(texts[0])
-                return known.copy()
-        vectors = self._encode(texts, query=True)
-        with self._lock:
-            self._recent[texts[0]] = vectors.copy()
-            while len(self._recent) > _RECENT_QUESTIONS:
-                self._recent.popitem(last=False)
-        return vectors
+            return known.copy()
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> Vectors:
+        with self._lock:  # one engine, one caller at a time (it threads inside)
+            return self._encode_locked(texts, query=query)
+
+    def _encode_locked(self, texts: Sequence[str], *, query: bool) -> Vectors:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        with self._lock:  # one engine, one caller at a time (it threads inside)
-            if self._model is None:
-                self._model = load_model()
-            parts = []
-            for start in range(0, len(texts), _BATCH):
-                batch = [t if t.strip() else " " for t in texts[start : start + _BATCH]]
-                parts.append(np.asarray(self._model.encode(batch, is_query=query)))
+        if self._model is None:
+            self._model = load_model()
+        parts = []
+        for start in range(0, len(texts), _BATCH):
+            batch = [t if t.strip() else " " for t in texts[start : start + _BATCH]]
+            parts.append(np.asarray(self._model.encode(batch, is_query=query)))
         vectors = np.vstack(parts).astype(np.float32, copy=False).reshape(len(texts), DIMENSION)
         vectors = np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
         return normalize_rows(np.ascontiguousarray(vectors))
