@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,9 +28,6 @@ from kg.resolve.vectors import Vectors, normalize_rows
 from kg.settings import E5_DIMENSION as DIMENSION
 
 _BATCH = 64
-# One search embeds its question for several signals (vector, the graph's fact anchors): the
-# last questions' vectors are kept, so each costs one forward pass.
-_RECENT_QUESTIONS = 64
 
 
 def load_model() -> Any:
@@ -58,7 +54,6 @@ class E5Embedder:
 
     _model: Any = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _recent: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, repr=False)
 
     name = "multilingual-e5-small-q4"
 
@@ -71,36 +66,20 @@ class E5Embedder:
         return self._encode(texts, query=False)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        """Questions: e5's ``query:`` side; a question asked again is not embedded again."""
-        if len(texts) != 1:
-            return self._encode(texts, query=True)
-        # Looked up and filled under the engine's lock: two signals asking for one question
-        # at once (vector and the graph's fact anchors, in hybrid) cost one forward pass, the
-        # second waiting for the first's vector instead of computing it again.
-        with self._lock:
-            known = self._recent.get(texts[0])
-            if known is None:
-                known = self._encode_locked(texts, query=True)
-                self._recent[texts[0]] = known
-                while len(self._recent) > _RECENT_QUESTIONS:
-                    self._recent.popitem(last=False)
-            else:
-                self._recent.move_to_end(texts[0])
-            return known.copy()
+        """Questions: e5's ``query:`` side (one search embeds its question once:
+        kg.search.signals.base.QuestionVectors)."""
+        return self._encode(texts, query=True)
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> Vectors:
-        with self._lock:  # one engine, one caller at a time (it threads inside)
-            return self._encode_locked(texts, query=query)
-
-    def _encode_locked(self, texts: Sequence[str], *, query: bool) -> Vectors:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        if self._model is None:
-            self._model = load_model()
-        parts = []
-        for start in range(0, len(texts), _BATCH):
-            batch = [t if t.strip() else " " for t in texts[start : start + _BATCH]]
-            parts.append(np.asarray(self._model.encode(batch, is_query=query)))
+        with self._lock:  # one engine, one caller at a time (it threads inside)
+            if self._model is None:
+                self._model = load_model()
+            parts = []
+            for start in range(0, len(texts), _BATCH):
+                batch = [t if t.strip() else " " for t in texts[start : start + _BATCH]]
+                parts.append(np.asarray(self._model.encode(batch, is_query=query)))
         vectors = np.vstack(parts).astype(np.float32, copy=False).reshape(len(texts), DIMENSION)
         vectors = np.nan_to_num(vectors, nan=0.0, posinf=0.0, neginf=0.0)
         return normalize_rows(np.ascontiguousarray(vectors))

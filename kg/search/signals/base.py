@@ -14,9 +14,10 @@ only repeat that work and change the error a caller sees.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from kg.cypher.guard import Guard
@@ -49,6 +50,27 @@ class SignalContext:
     weights: Weights
 
 
+class QuestionVectors:
+    """The question's embeddings for one search, each made once.
+
+    In hybrid, the vector signal and the graph's fact anchors want the same embedding at the
+    same moment; with a transformer (e5: ~20 ms a question on two cores) making it twice
+    would be the largest part of the search. The first asker starts the embedding on a
+    thread; the others await that task. It lives as long as the search, so a later search
+    pays for its own question (no cache across requests)."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[int, str, int], asyncio.Task[list[float] | None]] = {}
+
+    async def get(self, embedder: Embedder, text: str, dim: int) -> list[float] | None:
+        key = (id(embedder), text, dim)
+        task = self._made.get(key)
+        if task is None:
+            task = asyncio.ensure_future(asyncio.to_thread(embed, embedder, text, dim))
+            self._made[key] = task
+        return await asyncio.shield(task)
+
+
 @dataclass(frozen=True)
 class SignalQuery:
     """One local search as each signal sees it."""
@@ -57,6 +79,7 @@ class SignalQuery:
     k: int  # chunks to return
     # The question in the corpus's other languages (translation and its names), by language.
     translations: Mapping[LanguageCode, str]
+    vectors: QuestionVectors = field(default_factory=QuestionVectors)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,13 @@ from kg.search.retrieval import (
     spellings,
 )
 from kg.search.seeding import fact_seeds, passage_restarts
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, by_score, embed
+from kg.search.signals.base import (
+    QuestionVectors,
+    SignalContext,
+    SignalQuery,
+    SignalResult,
+    by_score,
+)
 from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
@@ -139,7 +145,9 @@ class GraphSignal:
         link_text = "\n".join([query.request.query, *query.translations.values()])
         # The chunk embedder (WordLlama) is English-centric: facts get the English question.
         question = query.translations.get("en", query.request.query)
-        ranked, chunks, named = await self._graph(query.request, query.k, link_text, question)
+        ranked, chunks, named = await self._graph(
+            query.request, query.k, link_text, question, query.vectors
+        )
         # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points of R@5
         # on XQuAD (docs/search.md, "Languages").
         scale = None if named else self._search.unlinked_graph_weight
@@ -202,22 +210,26 @@ class GraphSignal:
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
 
-    async def _fuzzy(self, query: str) -> dict[str, tuple[float, Mapping[str, Any]]]:
+    async def _fuzzy(
+        self, query: str, vectors: QuestionVectors
+    ) -> dict[str, tuple[float, Mapping[str, Any]]]:
         """Seeds for a question that names no entity and matches no fact: the fuzzy
         candidates, weighted by their fused score."""
-        embedding = await asyncio.to_thread(embed, self._embedder, query, self._dim)
+        embedding = await vectors.get(self._embedder, query, self._dim)
         found = await self._seeds(query, embedding)
         best = sorted(found.items(), key=lambda kv: (-kv[1][0], kv[0]))[:MAX_SEEDS]
         return {eid: (weight, hit) for eid, (weight, hit) in best if weight > 0}
 
-    async def _anchors(self, question: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    async def _anchors(
+        self, question: str, vectors: QuestionVectors
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The facts and the chunks nearest to the question's chunk embedding (graph model
         5's ``fact_embedding`` and ``chunk_embedding``), for fact seeds and passage restarts;
         nothing when both are off or the question embeds to nothing."""
         search = self._search
         if not search.fact_seeds and not search.passage_reset:
             return [], []
-        vector = await asyncio.to_thread(embed, self._chunk_embedder, question, self._chunk_dim)
+        vector = await vectors.get(self._chunk_embedder, question, self._chunk_dim)
         if vector is None:
             return [], []
 
@@ -274,14 +286,19 @@ class GraphSignal:
     # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
     # the order docs/search.md gives them, each a call.
     async def _graph(
-        self, req: SearchRequest, k: int, link_text: str, question: str
+        self,
+        req: SearchRequest,
+        k: int,
+        link_text: str,
+        question: str,
+        vectors: QuestionVectors,
     ) -> tuple[Ranked, list[ChunkHit], bool]:
         """Link (``link_text``: the question and its translations) and match facts and
         passages (``question``: in English when translated), expand (relations and passages),
         propagate, rank; see docs/search.md. The flag says whether the question named an
         entity or matched a fact (else the seeds are fuzzy candidates)."""
         (linked, consumed), (facts, dense) = await asyncio.gather(
-            self._link(link_text), self._anchors(question)
+            self._link(link_text), self._anchors(question, vectors)
         )
         stamp, _ = self._names.last()
         # The passage graph in memory is the whole graph's: a scoped search reads its passages
@@ -297,7 +314,7 @@ class GraphSignal:
             seeds[eid] = (old + weight, info)
         named = bool(seeds)
         if not seeds:
-            seeds = await self._fuzzy(link_text)
+            seeds = await self._fuzzy(link_text, vectors)
         if not seeds:
             return Ranked(), [], named
         # Relations are walked from the names the question links (else from the fact seeds):

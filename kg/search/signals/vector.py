@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from kg.cypher.params import ChunksByVectorParams
 from kg.search.signals.base import (
     SignalContext,
@@ -11,7 +9,6 @@ from kg.search.signals.base import (
     SignalResult,
     by_score,
     chunk_hits,
-    embed,
 )
 
 
@@ -28,7 +25,7 @@ class VectorSignal:
     async def search(self, query: SignalQuery) -> SignalResult:
         # The chunk embedder (WordLlama) is English-centric: it gets the English question.
         text = query.translations.get("en", query.request.query)
-        embedding = await asyncio.to_thread(embed, self._embedder, text, self._dim)
+        embedding = await query.vectors.get(self._embedder, text, self._dim)
         if embedding is None:
             return SignalResult(chunks=[])
         result = await self._guard.run(
