@@ -38,7 +38,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.retrieval_quality as rq
-from kg.search.fusion import fuse, lead, vector_floor
+from kg.search.fusion import confidence_weights, fuse, vector_floor
+from kg.search.models import ChunkHit
 from kg.settings import Settings
 
 # per set, per question: signal -> ([(chunk id, score, document path, text)], fusion scale)
@@ -124,9 +125,9 @@ def hybrid(
     graph: str = "graph",
     dense_floor: float | None = None,
 ) -> Rule:
-    """kg's rule (kg.search.fusion.confidence_weights, then fuse) with these settings; ``graph``
-    names the graph ranking to fuse (``graph@NAME``: a collected variant's); ``dense_floor``:
-    the vector signal's floor (None: kg's for the configured chunk embedder)."""
+    """kg's rule with these settings, through kg's own functions (confidence_weights, then
+    fuse); ``graph`` names the graph ranking to fuse (``graph@NAME``: a collected variant's);
+    ``dense_floor``: the vector signal's floor (None: kg's for the configured embedder)."""
     settings = Settings()
     base = settings.search.fusion_weights
     dense = vector_floor(settings.search, settings.chunks) if dense_floor is None else dense_floor
@@ -141,17 +142,18 @@ def hybrid(
             if n in ("text", "vector", graph)
         }
         scales = {("graph" if n == graph else n): v for n, v in scales.items()}
-        weights: dict[str, float] = {}
-        for name, ranked in rankings.items():
-            scale = scales.get(name)
-            weight = base.get(name, 0.0) * (1.0 if scale is None else scale)
-            if not ranked or weight <= 0:
-                continue
-            confidence = lead([c[1] for c in ranked], lead_rank)
-            weight *= max(floor if name == "text" else dense if name == "vector" else 0.0,
-                          confidence)  # fmt: skip
-            if weight > 0:
-                weights[name] = weight
+        weights = {
+            name: base.get(name, 0.0) * (1.0 if scales.get(name) is None else scales[name])
+            for name in rankings
+        }
+        hits = {  # kg's rule reads only the ids and scores
+            name: [ChunkHit.model_construct(id=c[0], score=c[1]) for c in ranked]
+            for name, ranked in rankings.items()
+        }
+        weights = confidence_weights(
+            hits, weights, lead_rank=lead_rank, anchor="text", anchor_floor=floor,
+            floors={"vector": dense},
+        )  # fmt: skip
         fused = fuse({n: [c[0] for c in r] for n, r in rankings.items()}, weights, k)
         return sorted(fused, key=lambda cid: (-fused[cid], cid))
 
