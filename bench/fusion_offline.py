@@ -119,7 +119,7 @@ def single(name: str) -> Rule:
 
 def hybrid(
     *,
-    k: int = 5,
+    k: int | None = None,
     lead_rank: int = 3,
     floor: float = 0.75,
     graph: str = "graph",
@@ -130,6 +130,7 @@ def hybrid(
     ``dense_floor``: the vector signal's floor (None: kg's for the configured embedder)."""
     settings = Settings()
     base = settings.search.fusion_weights
+    k = settings.search.fusion_k if k is None else k
     dense = vector_floor(settings.search, settings.chunks) if dense_floor is None else dense_floor
 
     def rule(
@@ -186,16 +187,16 @@ RULES: Sequence[tuple[str, Rule]] = (
     ("`text` alone", single("text")),
     ("`vector` alone", single("vector")),
     ("`graph` alone", single("graph")),
-    ("round 3: anchor floor 1 (always whole), k 5", hybrid(floor=1.0)),
-    *((f"anchor floor {f}, k 5", hybrid(floor=f)) for f in (0.25, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9)),
-    ("**chosen: anchor floor 0.75, k 5, lead rank 3**", hybrid()),
-    *((f"anchor floor 0.75, k {k}", hybrid(k=k)) for k in (3, 4, 6, 8, 10)),
-    *((f"anchor floor 0.75, lead rank {r}", hybrid(lead_rank=r)) for r in (2, 4)),
+    ("anchor floor 1 (always whole), k 2", hybrid(floor=1.0)),
+    *((f"anchor floor {f}, k 2", hybrid(floor=f)) for f in (0.25, 0.5, 0.6, 0.7, 0.8, 0.9)),
+    ("**chosen: anchor floor 0.75, k 2, lead rank 3**", hybrid()),
+    *((f"anchor floor 0.75, k {k}", hybrid(k=k)) for k in (1, 3, 4, 5, 10)),
+    *((f"anchor floor 0.75, k 2, lead rank {r}", hybrid(lead_rank=r)) for r in (2, 4)),
     *(
-        (f"anchor floor 0.75, vector floor {f}", hybrid(dense_floor=f))
+        (f"anchor floor 0.75, k 2, vector floor {f}", hybrid(dense_floor=f))
         for f in (0.0, 0.5, 0.75, 1.0)
     ),
-    ("anchor floor 0.5, vector floor 0.75", hybrid(floor=0.5, dense_floor=0.75)),
+    ("anchor floor 0.5, vector floor 0.75, k 2", hybrid(floor=0.5, dense_floor=0.75)),
 )
 
 

@@ -520,7 +520,7 @@ class SearchSettings(BaseModel):
         "question names no entity (its seeds are only the entity indexes' fuzzy candidates).",
     )
     fusion_k: int = Field(
-        5, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
+        2, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
     )
     fusion_lead_rank: int | None = Field(
         3,
