@@ -66,7 +66,7 @@ class QuestionVectors:
         key = (id(embedder), text, dim)
         task = self._made.get(key)
         if task is None:
-            task = asyncio.ensure_future(asyncio.to_thread(embed, embedder, text, dim))
+            task = asyncio.create_task(asyncio.to_thread(embed, embedder, text, dim))
             self._made[key] = task
         return await asyncio.shield(task)
 
