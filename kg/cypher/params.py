@@ -435,6 +435,14 @@ class EvidenceChunksParams(TemplateParams):
     limit: int = Field(500, ge=1, le=5000)
 
 
+class GraphEvidenceParams(TemplateParams):
+    """The graph signal's passages by id, and the entities whose details a response shows."""
+
+    chunk_ids: list[EntityId] = Field(default_factory=list, max_length=MAX_IDS * 5)
+    entity_ids: list[EntityId] = Field(default_factory=list, max_length=MAX_IDS)
+    limit: int = Field(MAX_IDS * 5, ge=1, le=MAX_IDS * 5)
+
+
 class NoParams(TemplateParams):
     pass
 

@@ -26,6 +26,7 @@ from kg.cypher.params import (
     EvidenceChunksParams,
     FactPageParams,
     FactsByVectorParams,
+    GraphEvidenceParams,
     MentionPageParams,
     NameLinksParams,
     NamePageParams,
@@ -250,6 +251,16 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
+    ),
+    Template(
+        name="graph_evidence",
+        description="The graph signal's last read: chunks by id with their documents, and the "
+        "description and aliases of entities by id; each row says its kind.",
+        params=GraphEvidenceParams,
+        texts=_one(render.GRAPH_EVIDENCE),
+        row_cap=1200,
+        packed=True,
+        temporal=False,
     ),
     Template(
         name="evidence_chunks",

@@ -164,6 +164,6 @@ def warm_up_calls(
         hop = {"entity_ids": ids, "per_entity": search.passages_per_entity,
                "per_chunk": search.fanout, "limit": search.row_cap}  # fmt: skip
         calls.append(("passage_hop", hop))
-        calls.append(("evidence_chunks", {"chunk_ids": ids, "entity_ids": [], "limit": size}))
+        calls.append(("graph_evidence", {"chunk_ids": ids, "entity_ids": ids, "limit": size}))
         calls.append(("entity_details", {"entity_ids": ids}))
     return calls

@@ -306,6 +306,7 @@ def test_templates_marked_without_temporals_return_plain_json(
     calls = {
         "passage_hop": {"entity_ids": ["payment", "ledger"]},
         "evidence_chunks": {"entity_ids": ["payment", "ledger"]},
+        "graph_evidence": {"entity_ids": ["payment", "ledger"]},
         "entity_details": {"entity_ids": ["payment", "ledger"]},
         "graph_counts": {},
         "name_page": {},

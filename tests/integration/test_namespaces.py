@@ -160,6 +160,11 @@ class Corpus:
         records, _, _ = driver.execute_query("MATCH (e:Entity) RETURN e.name AS n, e.id AS id")
         return {r["n"]: r["id"] for r in records}
 
+    def chunk_ids(self, driver: Driver) -> list[str]:
+        """Every chunk, alpha's and beta's."""
+        records, _, _ = driver.execute_query("MATCH (c:Chunk) RETURN c.id AS id ORDER BY id")
+        return [str(r["id"]) for r in records]
+
 
 @pytest.fixture(scope="module")
 def corpus(driver: Driver, settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -271,7 +276,9 @@ def test_a_scoped_search_sees_nothing_of_the_other_namespace(
         assert all(r.description == "" for r in hood.relations if r.type == "DEPENDS_ON")
 
 
-def _hostile_template_calls(ids: dict[str, str], dim: int) -> dict[str, dict[str, Any]]:
+def _hostile_template_calls(
+    ids: dict[str, str], dim: int, chunk_ids: list[str]
+) -> dict[str, dict[str, Any]]:
     """Every scoped template with parameters aimed at beta's data."""
     vault, auth = ids["Zephyrvault"], ids["AuthService"]
     return {
@@ -286,6 +293,7 @@ def _hostile_template_calls(ids: dict[str, str], dim: int) -> dict[str, dict[str
         "chunks_by_vector": {"embedding": [1.0] * dim, "k": 50},
         "facts_by_vector": {"embedding": [1.0] * dim, "k": 50},
         "evidence_chunks": {"entity_ids": [auth, vault, ids["PostgreSQL"]]},
+        "graph_evidence": {"chunk_ids": chunk_ids, "entity_ids": [auth, vault, ids["PostgreSQL"]]},
         "chunks_by_text": {"text": "zephyr Zephyrvault secrets PostgreSQL"},
         "entity_links": {"phrases": [["zephyrvault"], ["authservice"], ["postgresql"]]},
         "passage_hop": {"entity_ids": [auth, vault, ids["PostgreSQL"]]},
@@ -298,7 +306,9 @@ def _hostile_template_calls(ids: dict[str, str], dim: int) -> dict[str, dict[str
 
 def test_every_scoped_template_keeps_to_the_scope(corpus: Corpus, driver: Driver) -> None:
     ids = corpus.ids(driver)
-    calls = _hostile_template_calls(ids, corpus.settings.chunks.embedding_dim)
+    calls = _hostile_template_calls(
+        ids, corpus.settings.chunks.embedding_dim, corpus.chunk_ids(driver)
+    )
     assert set(calls) == {t.name for t in REGISTRY if t.scoped}
     with KnowledgeGraph(corpus.settings) as graph:
         for name, params in calls.items():
@@ -408,7 +418,9 @@ def test_a_scoped_key_runs_every_template_in_its_scope_only(
 ) -> None:
     ids = corpus.ids(driver)
     alpha = _as(ALPHA_KEY)
-    calls = _hostile_template_calls(ids, corpus.settings.chunks.embedding_dim)
+    calls = _hostile_template_calls(
+        ids, corpus.settings.chunks.embedding_dim, corpus.chunk_ids(driver)
+    )
     for name, params in calls.items():
         resp = api.post(f"/templates/{name}", json=params, headers=alpha)
         assert resp.status_code == 200, (name, resp.text)
@@ -450,7 +462,7 @@ def mcp_url(corpus: Corpus) -> Iterator[str]:
 
 
 async def _mcp_calls(
-    url: str, key: str, ids: dict[str, str], dim: int
+    url: str, key: str, ids: dict[str, str], dim: int, chunk_ids: list[str]
 ) -> list[tuple[str, bool, Any]]:
     """Every tool, with and without arguments aimed at beta: (what, must be refused, result)."""
     calls: list[tuple[str, dict[str, Any], bool]] = [
@@ -466,7 +478,7 @@ async def _mcp_calls(
         ("list_namespaces", {}, False),
         ("list_templates", {}, False),
     ]
-    for name, params in _hostile_template_calls(ids, dim).items():
+    for name, params in _hostile_template_calls(ids, dim, chunk_ids).items():
         calls.append(("run_template", {"name": name, "parameters": params}, False))
         hostile = {**params, "namespaces": ["beta"]}
         calls.append(("run_template", {"name": name, "parameters": hostile}, True))
@@ -494,9 +506,9 @@ async def _mcp_calls(
 def test_a_scoped_key_reads_nothing_of_another_namespace_over_mcp(
     corpus: Corpus, driver: Driver, mcp_url: str
 ) -> None:
-    ids = corpus.ids(driver)
+    ids, chunks = corpus.ids(driver), corpus.chunk_ids(driver)
     dim = corpus.settings.chunks.embedding_dim
-    results = asyncio.run(asyncio.wait_for(_mcp_calls(mcp_url, ALPHA_KEY, ids, dim), 600))
+    results = asyncio.run(asyncio.wait_for(_mcp_calls(mcp_url, ALPHA_KEY, ids, dim, chunks), 600))
     for what, refuse, result in results:
         text = "\n".join(getattr(c, "text", "") for c in result.content)
         _clean_of_beta(text)
@@ -504,7 +516,7 @@ def test_a_scoped_key_reads_nothing_of_another_namespace_over_mcp(
         if refuse:
             assert "ScopeDenied" in text or "NotFoundError" in text, (what, text)
             assert "NotFoundError" in text or "'beta'" in text or "mention_page" in text, text
-    admin = asyncio.run(asyncio.wait_for(_mcp_calls(mcp_url, ADMIN_KEY, ids, dim), 600))
+    admin = asyncio.run(asyncio.wait_for(_mcp_calls(mcp_url, ADMIN_KEY, ids, dim, chunks), 600))
     seen = json.dumps([[c.model_dump() for c in r.content] for _, _, r in admin]).casefold()
     assert "zephyr" in seen
 

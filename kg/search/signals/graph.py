@@ -26,12 +26,11 @@ from kg.cypher.params import (
     ChunksByVectorParams,
     EntityLinksParams,
     EntitySeedsParams,
-    EvidenceChunksParams,
     FactsByVectorParams,
+    GraphEvidenceParams,
     PassageHopParams,
     SeedExpansionParams,
 )
-from kg.search.entities import entity_details
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
@@ -358,11 +357,8 @@ class GraphSignal:
                 graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
             )
         best = best[: min(k, 1000)]
-        top_entities = [e.id for e in ranked.entities[: req.limit]]
-        evidence, details = await asyncio.gather(
-            self._chunk_rows([cid for cid, _ in best]),
-            entity_details(self._guard, top_entities),
-        )
+        top_entities = [e.id for e in ranked.entities[: min(req.limit, MAX_HOP_IDS)]]
+        evidence, details = await self._evidence([cid for cid, _ in best], top_entities)
         ranked.entities = [
             e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
         ]
@@ -537,14 +533,28 @@ class GraphSignal:
             frontier = sorted(new, key=lambda e: (new[e], e))[:cap]
         return links, expanded
 
-    async def _chunk_rows(self, chunk_ids: list[str]) -> list[dict[str, Any]]:
-        """Text and document of chunks by id (evidence_chunks, no entity filter)."""
-        if not chunk_ids:
-            return []
+    async def _evidence(
+        self, chunk_ids: list[str], entity_ids: list[str]
+    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        """Text and document of the ranked chunks, and description and aliases of the entities
+        the response shows: one ``graph_evidence`` read for both."""
+        if not chunk_ids and not entity_ids:
+            return [], {}
         result = await self._guard.run(
-            "evidence_chunks",
-            EvidenceChunksParams.model_construct(
-                chunk_ids=chunk_ids, entity_ids=[], limit=len(chunk_ids)
+            "graph_evidence",
+            GraphEvidenceParams.model_construct(
+                chunk_ids=chunk_ids,
+                entity_ids=entity_ids,
+                limit=max(1, len(chunk_ids), len(entity_ids)),
             ),
         )
-        return result.rows
+        chunks = [row for row in result.rows if row.get("kind") == "chunk"]
+        details = {
+            str(row["id"]): {
+                "description": str(row.get("description") or ""),
+                "aliases": [str(a) for a in row.get("aliases") or []],
+            }
+            for row in result.rows
+            if row.get("kind") == "entity"
+        }
+        return chunks, details
