@@ -300,6 +300,17 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=10_000,
     ),
     Template(
+        name="counted_links",
+        description="entity_links over the whole graph, with graph_counts' counts in its first "
+        "row: local search's linking and its freshness check in one round trip.",
+        params=EntityLinksParams,
+        texts=_one(render.COUNTED_LINKS),
+        row_cap=10_001,
+        packed=True,
+        temporal=False,
+        scoped=False,
+    ),
+    Template(
         name="graph_counts",
         description="How many entities, MENTIONS links and relationships the graph holds "
         "(count store): the stamp of the linking filter's name forms.",

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import NamePageParams, NoParams
@@ -73,9 +74,7 @@ class NameForms:
     async def counts(self) -> Stamp:
         """The graph's counts now (``graph_counts``)."""
         result = await self._guard.run("graph_counts", NoParams())
-        row = result.rows[0] if result.rows else {}
-        return (int(row.get("entities") or 0), int(row.get("mentions") or 0),
-                int(row.get("relationships") or 0))  # fmt: skip
+        return stamp_of(result.rows[0] if result.rows else {})
 
     async def _read(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
         if stamp[0] > MAX_NAMES:
@@ -93,6 +92,12 @@ class NameForms:
                 return frozenset(forms)
             after = str(result.rows[-1]["id"])
         return None
+
+
+def stamp_of(row: Mapping[str, Any]) -> Stamp:
+    """The counts of a ``graph_counts`` row (or ``counted_links``' first)."""
+    return (int(row.get("entities") or 0), int(row.get("mentions") or 0),
+            int(row.get("relationships") or 0))  # fmt: skip
 
 
 def name_forms(names: Iterable[object]) -> list[tuple[str, ...]]:

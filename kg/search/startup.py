@@ -153,6 +153,7 @@ def warm_up_calls(
     for size in _WARM_SIZES:
         ids = [f"kg-warm-up-{i}" for i in range(size)]
         calls.append(("entity_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
+        calls.append(("counted_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
         calls += [
             ("seed_expansion", {"entity_ids": ids[:MAX_SEEDS], "depth": depth,
                                 "as_of": datetime.now(UTC), "fanout": search.fanout,

@@ -309,6 +309,7 @@ def test_templates_marked_without_temporals_return_plain_json(
         "graph_evidence": {"entity_ids": ["payment", "ledger"]},
         "entity_details": {"entity_ids": ["payment", "ledger"]},
         "graph_counts": {},
+        "counted_links": {"phrases": [["payment"], ["ledger"]]},
         "name_page": {},
         "mention_page": {},
         "fact_page": {},

@@ -259,3 +259,29 @@ def test_cli_json_is_the_routed_body_for_a_local_mode_too(
     assert table.returncode == 0, table.stderr
     assert "Finance Team" in table.stdout
     assert "docs/payments.md" in table.stdout
+
+
+def test_a_name_written_after_a_search_links_at_the_next_one(
+    graph: Driver, settings: Settings
+) -> None:
+    """Linking asks only about n-grams some name has (the forms kept per process); whether the
+    graph moved since they were read comes back with the links themselves (counted_links), so
+    a name written between two searches links at the second."""
+    question = "What does the Zorblax Gateway depend on?"
+    db = settings.neo4j.database
+
+    async def run(service: SearchService) -> tuple[SearchResponse, SearchResponse]:
+        req = SearchRequest(query=question, mode="graph", depth=1)
+        before = await service.local_search(req)
+        graph.execute_query(
+            "MATCH (c:Chunk {id: 'c-pay-1'}) "
+            "CREATE (c)-[:MENTIONS]->(:Entity {id: 'zorblax', name: 'Zorblax Gateway', "
+            "type: 'service', aliases: []})",
+            database_=db,
+        )
+        return before, await service.local_search(req)
+
+    before, after = with_service(settings, run)
+    assert "zorblax" not in {e.id for e in before.entities}
+    assert {e.id: e.hops for e in after.entities}.get("zorblax") == 0
+    assert "c-pay-1" in {c.id for c in after.chunks}

@@ -18,7 +18,8 @@ def test_warm_up_calls_are_valid_and_cover_every_search_template() -> None:
     expansion = guard.registry.get("seed_expansion")
     assert {t for n, t in texts if n == "seed_expansion"} == set(expansion.texts.values())
     assert {n for n, _ in texts} >= {
-        "entity_links", "entity_seeds", "passage_hop", "graph_evidence", "entity_details",
+        "entity_links", "counted_links", "entity_seeds", "passage_hop", "graph_evidence",
+        "entity_details",
         "chunks_by_text", "chunks_by_vector",
     }  # fmt: skip
     # Plans are cached per list-size bucket: each list-taking template gets 1, 10 and 100.

@@ -34,7 +34,7 @@ from kg.cypher.params import (
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
 from kg.search.models import ChunkHit, SearchRequest
-from kg.search.names import NameForms, may_name
+from kg.search.names import NameForms, may_name, stamp_of
 from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
@@ -277,7 +277,19 @@ class GraphSignal:
         stamp, forms = self._names.last()
         if stamp is None:
             return await links(await self._names.current())
-        now, rows = await asyncio.gather(self._names.counts(), links(forms))
+        asked = may_name(lookups, forms)
+        if scope.current() is None and asked:
+            # One round trip for both (counted_links reads the whole graph's counts).
+            result = await self._guard.run(
+                "counted_links",
+                EntityLinksParams.model_construct(
+                    phrases=[list(spelling) for spelling in asked], per_phrase=5
+                ),
+            )
+            head = result.rows[0] if result.rows else {}
+            now, rows = stamp_of(head), [r for r in result.rows if r.get("kind") == "link"]
+        else:
+            now, rows = await asyncio.gather(self._names.counts(), links(forms))
         if now == stamp:
             return list(rows)
         return await links(await self._names.for_stamp(now))
