@@ -58,6 +58,7 @@ async def _signals(
     """Each signal's ranking per question; for each variant (search settings overridden), the
     graph signal's ranking again, as ``graph@NAME``."""
     from kg.client import search_service
+    from kg.cypher.params import GraphEvidenceParams
     from kg.graph.driver import open_async_driver
     from kg.search.models import SearchRequest
     from kg.search.signals.base import SignalQuery
@@ -73,12 +74,25 @@ async def _signals(
         rows = []
         for q in dev.questions:
             req = SearchRequest(query=q.text, mode="hybrid", depth=2, limit=rq.LIMIT)
-            query = SignalQuery(request=req, k=settings.search.candidates, translations={})
+            # as hybrid asks them: the vector signal beside the graph's counts (kept vectors)
+            stamp = asyncio.get_running_loop().create_future()
+            stamp.set_result(await service.context.names.counts())
+            query = SignalQuery(
+                request=req, k=settings.search.candidates, translations={}, linked_stamp=stamp
+            )
+            found = {name: await signal.search(query) for name, signal in signals.items()}
+            # The graph signal ranks ids only (the service reads the texts it shows): read the
+            # documents and texts of every ranked chunk here, to score them.
+            ids = sorted({c.id for r in found.values() if not r.texts for c in r.chunks})
+            params = GraphEvidenceParams.model_construct(chunk_ids=ids, entity_ids=[], limit=1000)
+            read = (await service.guard.run("graph_evidence", params)).rows if ids else []
+            texts = {str(r["id"]): (str(r.get("document_path") or ""), str(r.get("text") or ""))
+                     for r in read}  # fmt: skip
             per = {}
-            for name, signal in signals.items():
-                found = await signal.search(query)
-                per[name] = ([(c.id, c.score, c.document_path, c.text) for c in found.chunks],
-                             found.fusion_scale)  # fmt: skip
+            for name, r in found.items():
+                hits = [(c.id, c.score, *texts.get(c.id, (c.document_path, c.text)))
+                        for c in r.chunks]  # fmt: skip
+                per[name] = (hits, r.fusion_scale)
             rows.append(per)
         return rows
     finally:

@@ -408,6 +408,13 @@ class FactPageParams(TemplateParams):
     limit: int = Field(1000, ge=1, le=5000)
 
 
+class ChunkPageParams(TemplateParams):
+    """One page of chunks with their vectors, by id after ``after`` (kg.search.chunk_vectors)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(1000, ge=1, le=5000)
+
+
 class MentionPageParams(TemplateParams):
     """One page of the passage graph, by chunk id after ``after``: each chunk's title and the
     entities it mentions (the per-process passage graph, kg.search.passages)."""

@@ -330,6 +330,15 @@ FACT_PAGE: LiteralString = (
     "       embedding: f.embedding})[..$read_rows] AS rows"
 )
 
+# The per-process chunk vectors (kg/search/chunk_vectors.py): chunks in id order (the
+# chunk_id constraint's index serves the order and the seek past $after), one page per call.
+CHUNK_PAGE: LiteralString = (
+    "MATCH (c:Chunk) WHERE c.id > $after\n"
+    "WITH c ORDER BY c.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: c.id, embedding: c.embedding})[..$read_rows] AS rows"
+)
+
 EVIDENCE_CHUNKS: LiteralString = (
     "CALL () {\n"
     "  UNWIND $chunk_ids AS cid\n"

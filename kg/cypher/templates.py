@@ -15,6 +15,7 @@ from typing import LiteralString
 from kg.cypher import render
 from kg.cypher.params import (
     DEPTHS,
+    ChunkPageParams,
     ChunksByTextParams,
     ChunksByVectorParams,
     CommunityReportsParams,
@@ -247,6 +248,17 @@ TEMPLATES: tuple[Template, ...] = (
         "embedding; local search keeps the fact vectors per process and graph change.",
         params=FactPageParams,
         texts=_one(render.FACT_PAGE),
+        row_cap=5000,
+        packed=True,
+        temporal=False,
+        scoped=False,
+    ),
+    Template(
+        name="chunk_page",
+        description="A page of chunks in id order, after a given id, with their embeddings; "
+        "local search keeps the chunk vectors per process and graph change.",
+        params=ChunkPageParams,
+        texts=_one(render.CHUNK_PAGE),
         row_cap=5000,
         packed=True,
         temporal=False,

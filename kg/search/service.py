@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ from pydantic import ValidationError
 
 from kg import scope
 from kg.cypher.guard import Guard
-from kg.cypher.params import MAX_TEXT_CHARS, NoParams
+from kg.cypher.params import MAX_TEXT_CHARS, GraphEvidenceParams, NoParams
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, ScopeDenied, only_sent
 from kg.languages import LANGUAGES, LanguageCode, detect
@@ -53,7 +53,9 @@ from kg.search.entities import Entities
 from kg.search.fusion import confidence_weights, fuse_chunks, vector_floor
 from kg.search.models import (
     DEPTHS,
+    ChunkHit,
     EntityDetail,
+    EntityHit,
     Neighborhood,
     RerankOutcome,
     SearchRequest,
@@ -62,6 +64,7 @@ from kg.search.models import (
     TemplateResult,
     TranslatedQuestion,
 )
+from kg.search.names import NameForms
 from kg.search.ranking import Ranked, Weights
 from kg.search.rerank import Reranker
 from kg.search.signals import SIGNALS
@@ -110,6 +113,7 @@ class SearchService:
             embedder=embedder,
             chunk_embedder=chunk_embedder or make_chunk_embedder(settings.chunks),
             weights=weights,
+            names=NameForms(self.guard),
         )
         self._signals: dict[str, Signal] = {
             name: build(self.context) for name, build in SIGNALS.items()
@@ -203,6 +207,8 @@ class SearchService:
         translated, translation_error = (
             await self._translate(req.query) if translate else ({}, None)
         )
+        # hybrid runs every registered signal; any other mode the signal of its name.
+        names = list(self._signals) if req.mode == "hybrid" else [req.mode]
         query = SignalQuery(
             request=req,
             k=n,
@@ -211,9 +217,12 @@ class SearchService:
                 code: " ".join([t.text, *t.entities])[:MAX_TEXT_CHARS]
                 for code, t in translated.items()
             },
+            linked_stamp=(
+                asyncio.get_running_loop().create_future()
+                if {"graph", "vector"} <= set(names)
+                else None
+            ),
         )
-        # hybrid runs every registered signal; any other mode the signal of its name.
-        names = list(self._signals) if req.mode == "hybrid" else [req.mode]
         try:
             done: dict[str, SignalResult] = await _all(
                 {name: self._signals[name].search(query) for name in names}
@@ -221,28 +230,16 @@ class SearchService:
         except QueryRejected as exc:
             raise only_sent(exc, SearchRequest.model_fields, "local search") from exc
         ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
-        if req.mode == "hybrid":
-            weights = dict(self._search.fusion_weights)
-            for name, result in done.items():
-                if result.fusion_scale is not None:
-                    weights[name] = weights.get(name, 0.0) * result.fusion_scale
-            rankings = {name: result.chunks for name, result in done.items()}
-            weights = confidence_weights(
-                rankings,
-                weights,
-                lead_rank=self._search.fusion_lead_rank,
-                anchor=self._search.fusion_anchor,
-                anchor_floor=self._search.fusion_anchor_floor,
-                floors={"vector": self._vector_floor},
-            )
-            chunks = fuse_chunks(rankings, weights, self._search.fusion_k)
-        else:
-            chunks = done[req.mode].chunks
+        chunks = self._fuse(done) if req.mode == "hybrid" else done[req.mode].chunks
+        shown = max(req.limit, self._search.rerank.top_n if reranker is not None else 0)
+        chunks, entities = await self._evidence(
+            chunks[:shown], ranked.entities[: req.limit], done.values()
+        )
         reranked: RerankOutcome | None = None
         if reranker is not None:
             chunks, reranked = await reranker.rerank(req.query, chunks)
         return SearchResponse(
-            entities=ranked.entities[: req.limit],
+            entities=entities,
             relations=ranked.relations[: req.limit],
             chunks=chunks[: req.limit],
             template="+".join(self._signals[name].template for name in names),
@@ -251,6 +248,77 @@ class SearchService:
             translation_error=translation_error,
             rerank=reranked,
         )
+
+    def _fuse(self, done: Mapping[str, SignalResult]) -> list[ChunkHit]:
+        """Hybrid's one ranking: each signal's weight scaled by its confidence for this
+        question (kg.search.fusion), then weighted reciprocal rank fusion."""
+        weights = dict(self._search.fusion_weights)
+        for name, result in done.items():
+            if result.fusion_scale is not None:
+                weights[name] = weights.get(name, 0.0) * result.fusion_scale
+        rankings = {name: result.chunks for name, result in done.items()}
+        weights = confidence_weights(
+            rankings,
+            weights,
+            lead_rank=self._search.fusion_lead_rank,
+            anchor=self._search.fusion_anchor,
+            anchor_floor=self._search.fusion_anchor_floor,
+            floors={"vector": self._vector_floor},
+        )
+        return fuse_chunks(rankings, weights, self._search.fusion_k)
+
+    async def _evidence(
+        self,
+        chunks: list[ChunkHit],
+        entities: list[EntityHit],
+        results: Iterable[SignalResult],
+    ) -> tuple[list[ChunkHit], list[EntityHit]]:
+        """The chunks with their texts and documents, and the entities with their description
+        and aliases, in one ``graph_evidence`` read: the signals rank ids (the graph and the
+        kept chunk vectors read no text), and only what the response shows is read, once. A
+        chunk a text-carrying signal brought needs no read; one the graph no longer holds is
+        dropped."""
+        known = {hit.id: hit for r in results if r.texts for hit in r.chunks}
+        missing = [c.id for c in chunks if c.id not in known]
+        if not missing and not entities:
+            return chunks, entities
+        result = await self.guard.run(
+            "graph_evidence",
+            GraphEvidenceParams.model_construct(
+                chunk_ids=missing,
+                entity_ids=[e.id for e in entities],
+                limit=max(1, len(missing), len(entities)),
+            ),
+        )
+        rows = {str(r["id"]): r for r in result.rows if r.get("kind") == "chunk"}
+        details = {str(r["id"]): r for r in result.rows if r.get("kind") == "entity"}
+        filled: list[ChunkHit] = []
+        for hit in chunks:
+            source: ChunkHit | Mapping[str, Any] | None = known.get(hit.id) or rows.get(hit.id)
+            if source is None:
+                continue
+            if isinstance(source, ChunkHit):
+                text, document_id, path = source.text, source.document_id, source.document_path
+            else:
+                text = str(source.get("text") or "")
+                document_id = str(source.get("document_id") or "")
+                path = str(source.get("document_path") or "")
+            filled.append(
+                hit.model_copy(
+                    update={"text": text, "document_id": document_id, "document_path": path}
+                )
+            )
+        return filled, [
+            e.model_copy(
+                update={
+                    "description": str(details[e.id].get("description") or ""),
+                    "aliases": [str(a) for a in details[e.id].get("aliases") or []],
+                }
+            )
+            if e.id in details
+            else e
+            for e in entities
+        ]
 
     async def _translate(
         self, query: str

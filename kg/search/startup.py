@@ -148,6 +148,7 @@ def warm_up_calls(
         ("name_page", {"after": "", "limit": 2000}),
         ("mention_page", {"after": "", "limit": 2000, "per_chunk": search.fanout}),
         ("fact_page", {"after": "", "limit": 1000}),
+        ("chunk_page", {"after": "", "limit": 2000}),
         ("facts_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.fact_seeds or 5}),
     ]  # fmt: skip
     for size in _WARM_SIZES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -285,3 +286,55 @@ def test_a_name_written_after_a_search_links_at_the_next_one(
     assert "zorblax" not in {e.id for e in before.entities}
     assert {e.id: e.hops for e in after.entities}.get("zorblax") == 0
     assert "c-pay-1" in {c.id for c in after.chunks}
+
+
+def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_searches(
+    graph: Driver, settings: Settings
+) -> None:
+    """In hybrid the vector signal ranks the chunk vectors kept per process (ids only) and the
+    graph signal ranks ids; the texts and documents of the chunks shown are read after fusion.
+    A chunk written after a search is in the kept vectors at the next one: the graph's counts
+    that linking read say the vectors moved."""
+    from kg.resolve.embed import make_chunk_embedder
+
+    question = "Which service settles invoices for the Ledger DB?"
+    text = "Invoices for the Ledger DB are settled by the Billing Service each night."
+    vector_only = tuned(settings, fusion_weights={"vector": 1.0})
+    db = settings.neo4j.database
+    vector = [float(x) for x in make_chunk_embedder(settings.chunks).embed([text])[0]]
+
+    ran: list[str] = []
+
+    async def run(service: SearchService) -> tuple[SearchResponse, SearchResponse]:
+        guarded = service.guard.run
+
+        async def recorded(name: str, params: Any) -> Any:
+            ran.append(name)
+            return await guarded(name, params)
+
+        service.guard.run = recorded  # type: ignore[method-assign]
+        req = SearchRequest(query=question, mode="hybrid", limit=5)
+        before = await service.local_search(req)
+        graph.execute_query(
+            "MATCH (d:Document {id: 'doc-pay'}) "
+            "CREATE (c:Chunk {id: 'c-pay-9', index: 9, text: $text, sha256: 'c-pay-9', "
+            "embedding: $vector, title: d.title})-[:PART_OF]->(d)",
+            text=text,
+            vector=vector,
+            database_=db,
+        )
+        return before, await service.local_search(req)
+
+    before, after = with_service(vector_only, run)
+    assert "c-pay-9" not in {c.id for c in before.chunks}
+    assert after.chunks[0].id == "c-pay-9"
+    assert after.chunks[0].text == text
+    assert after.chunks[0].document_path == "docs/payments.md"
+    for chunk in [*before.chunks, *after.chunks]:
+        assert chunk.text, chunk
+        assert chunk.document_id, chunk
+    assert {e.id: e.description for e in after.entities}["ledger"] == "Double-entry ledger."
+    # the kept vectors, read twice (the chunk moved the counts), never the index
+    assert ran.count("chunk_page") == 2
+    assert "chunks_by_vector" not in ran
+    assert ran.count("graph_evidence") == 2

@@ -45,6 +45,7 @@ PINNED = {
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "c68b2a7a4b1f2d6f",
+    ("chunk_page", "default"): "68a48caeaa0d32aa",
     ("graph_evidence", "default"): "88317d3c8dd41bc9",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
@@ -215,7 +216,7 @@ def test_every_scoped_template_names_the_scope_and_only_caches_read_everything()
     whole = {t.name for t in REGISTRY if not t.scoped}
     assert whole == {
         "corpus_languages", "graph_counts", "counted_links", "name_page", "mention_page",
-        "fact_page",
+        "fact_page", "chunk_page",
     }  # fmt: skip
     for template in REGISTRY:
         if template.scoped:

@@ -26,6 +26,7 @@ from kg.languages import LanguageCode
 from kg.resolve import Embedder
 from kg.resolve.vectors import embed_queries
 from kg.search.models import ChunkHit, SearchRequest
+from kg.search.names import NameForms, Stamp
 from kg.search.ranking import Ranked, Weights
 from kg.settings import Settings
 
@@ -48,6 +49,9 @@ class SignalContext:
     embedder: Embedder  # entities (seeds)
     chunk_embedder: Embedder  # chunks
     weights: Weights
+    # The graph's counts, and the name forms read for them, shared by the signals: what
+    # each keeps per process is read again when they move.
+    names: NameForms
 
 
 class QuestionVectors:
@@ -80,6 +84,10 @@ class SignalQuery:
     # The question in the corpus's other languages (translation and its names), by language.
     translations: Mapping[LanguageCode, str]
     vectors: QuestionVectors = field(default_factory=QuestionVectors)
+    # Set by the service when the graph signal runs in this search too: it resolves to the
+    # graph's counts as linking read them (None: not read), so the vector signal needs no
+    # round trip of its own to know whether its kept vectors are current.
+    linked_stamp: asyncio.Future[Stamp | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,9 @@ class SignalResult:
     ranked: Ranked | None = None
     # Multiplies the signal's fusion weight for this search (None: the weight as set).
     fusion_scale: float | None = None
+    # False: the hits carry ids and scores only; the service reads the texts and documents
+    # of those it returns, once, after fusion (kg/search/service.py).
+    texts: bool = True
 
 
 class Signal(Retriever[SignalQuery, SignalResult], Protocol):

@@ -27,14 +27,13 @@ from kg.cypher.params import (
     EntityLinksParams,
     EntitySeedsParams,
     FactsByVectorParams,
-    GraphEvidenceParams,
     PassageHopParams,
     SeedExpansionParams,
 )
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
-from kg.search.models import ChunkHit, SearchRequest
-from kg.search.names import NameForms, may_name, stamp_of
+from kg.search.models import ChunkHit
+from kg.search.names import Stamp, may_name, stamp_of
 from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
@@ -64,22 +63,15 @@ MAX_SEEDS = 50
 MAX_HOP_IDS = 200
 
 
-def graph_chunks(
-    scored: Sequence[tuple[str, float]], rows: Sequence[Mapping[str, Any]]
-) -> list[ChunkHit]:
-    """Chunks in PageRank order, scores scaled so the best is 1.0."""
-    by_id = {str(row["id"]): row for row in rows}
+def graph_chunks(scored: Sequence[tuple[str, float]]) -> list[ChunkHit]:
+    """Chunks in PageRank order, scores scaled so the best is 1.0; ids and scores only (the
+    service reads the texts of those it returns)."""
     top = scored[0][1] if scored and scored[0][1] > 0 else 1.0
     return [
-        ChunkHit(
-            id=cid,
-            text=str(by_id[cid].get("text") or ""),
-            document_id=str(by_id[cid].get("document_id") or ""),
-            document_path=str(by_id[cid].get("document_path") or ""),
-            score=score / top,
+        ChunkHit.model_construct(
+            id=cid, text="", document_id="", document_path="", score=score / top
         )
         for cid, score in scored
-        if cid in by_id
     ]
 
 
@@ -115,6 +107,13 @@ def _subgraph_pagerank(
     return nodes.astype(np.int64), scores
 
 
+def _tell_stamp(query: SignalQuery, stamp: Stamp | None) -> None:
+    """Hand the vector signal of this search the counts linking read (once)."""
+    waiting = query.linked_stamp
+    if waiting is not None and not waiting.done():
+        waiting.set_result(stamp)
+
+
 def _chunk_node(chunk_id: str) -> str:
     return "c:" + chunk_id
 
@@ -136,7 +135,7 @@ class GraphSignal:
         self._chunk_embedder = context.chunk_embedder
         self._chunk_dim = context.settings.chunks.embedding_dim
         self._weights = context.weights
-        self._names = NameForms(context.guard)
+        self._names = context.names
         self._passage_graph = Passages(context.guard, context.settings.search.fanout)
         self._facts = Facts(context.guard, self._chunk_dim)
 
@@ -144,13 +143,14 @@ class GraphSignal:
         link_text = "\n".join([query.request.query, *query.translations.values()])
         # The chunk embedder (WordLlama) is English-centric: facts get the English question.
         question = query.translations.get("en", query.request.query)
-        ranked, chunks, named = await self._graph(
-            query.request, query.k, link_text, question, query.vectors
-        )
+        try:
+            ranked, chunks, named = await self._graph(query, link_text, question)
+        finally:
+            _tell_stamp(query, None)  # the vector signal must never wait on a search that ended
         # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points of R@5
         # on XQuAD (docs/search.md, "Languages").
         scale = None if named else self._search.unlinked_graph_weight
-        return SignalResult(chunks=chunks, ranked=ranked, fusion_scale=scale)
+        return SignalResult(chunks=chunks, ranked=ranked, fusion_scale=scale, texts=False)
 
     async def _seeds(
         self, query: str, embedding: list[float] | None
@@ -297,21 +297,18 @@ class GraphSignal:
     # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
     # the order docs/search.md gives them, each a call.
     async def _graph(
-        self,
-        req: SearchRequest,
-        k: int,
-        link_text: str,
-        question: str,
-        vectors: QuestionVectors,
+        self, query: SignalQuery, link_text: str, question: str
     ) -> tuple[Ranked, list[ChunkHit], bool]:
         """Link (``link_text``: the question and its translations) and match facts and
         passages (``question``: in English when translated), expand (relations and passages),
         propagate, rank; see docs/search.md. The flag says whether the question named an
         entity or matched a fact (else the seeds are fuzzy candidates)."""
+        req, k, vectors = query.request, query.k, query.vectors
         (linked, consumed), (facts, dense) = await asyncio.gather(
             self._link(link_text), self._anchors(question, vectors)
         )
         stamp, _ = self._names.last()
+        _tell_stamp(query, stamp)
         # The passage graph in memory is the whole graph's: a scoped search reads its passages
         # hop by hop, through the scoped template (kg/scope.py).
         graph = (
@@ -368,13 +365,7 @@ class GraphSignal:
             best = self._memory_scores(
                 graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
             )
-        best = best[: min(k, 1000)]
-        top_entities = [e.id for e in ranked.entities[: min(req.limit, MAX_HOP_IDS)]]
-        evidence, details = await self._evidence([cid for cid, _ in best], top_entities)
-        ranked.entities = [
-            e.model_copy(update=details[e.id]) if e.id in details else e for e in ranked.entities
-        ]
-        return ranked, graph_chunks(best, evidence), named
+        return ranked, graph_chunks(best[: min(k, 1000)]), named
 
     # Long on purpose: the subgraph's edges (mentions, relations, provenance) and restarts in
     # one numbering, so PageRank runs on integer arrays.
@@ -544,29 +535,3 @@ class GraphSignal:
             cap = min(self._search.frontier_cap, MAX_HOP_IDS)
             frontier = sorted(new, key=lambda e: (new[e], e))[:cap]
         return links, expanded
-
-    async def _evidence(
-        self, chunk_ids: list[str], entity_ids: list[str]
-    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        """Text and document of the ranked chunks, and description and aliases of the entities
-        the response shows: one ``graph_evidence`` read for both."""
-        if not chunk_ids and not entity_ids:
-            return [], {}
-        result = await self._guard.run(
-            "graph_evidence",
-            GraphEvidenceParams.model_construct(
-                chunk_ids=chunk_ids,
-                entity_ids=entity_ids,
-                limit=max(1, len(chunk_ids), len(entity_ids)),
-            ),
-        )
-        chunks = [row for row in result.rows if row.get("kind") == "chunk"]
-        details = {
-            str(row["id"]): {
-                "description": str(row.get("description") or ""),
-                "aliases": [str(a) for a in row.get("aliases") or []],
-            }
-            for row in result.rows
-            if row.get("kind") == "entity"
-        }
-        return chunks, details

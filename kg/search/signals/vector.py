@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from kg import scope
 from kg.cypher.params import ChunksByVectorParams
+from kg.search.chunk_vectors import ChunkVectors
+from kg.search.models import ChunkHit
 from kg.search.signals.base import (
     SignalContext,
     SignalQuery,
@@ -13,7 +16,9 @@ from kg.search.signals.base import (
 
 
 class VectorSignal:
-    """The chunk embedder's nearest chunks (vector index ``chunk_embedding``)."""
+    """The chunk embedder's nearest chunks: in hybrid from the chunk vectors kept per process
+    (kg/search/chunk_vectors.py), ids and scores only; otherwise, or when they are too many
+    to keep or the search is scoped, from the vector index ``chunk_embedding``."""
 
     template = "chunks_by_vector"
 
@@ -21,6 +26,7 @@ class VectorSignal:
         self._guard = context.guard
         self._embedder = context.chunk_embedder
         self._dim = context.settings.chunks.embedding_dim
+        self._kept = ChunkVectors(context.guard, self._dim)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         # The chunk embedder (WordLlama) is English-centric: it gets the English question.
@@ -28,6 +34,21 @@ class VectorSignal:
         embedding = await query.vectors.get(self._embedder, text, self._dim)
         if embedding is None:
             return SignalResult(chunks=[])
+        # Alone, the index is one round trip with the texts; beside the graph signal, which
+        # reads the graph's counts anyway, the kept vectors need none.
+        if query.linked_stamp is not None and scope.current() is None:
+            stamp = await query.linked_stamp
+            matrix = None if stamp is None else await self._kept.for_stamp(stamp)
+            if matrix is not None:
+                return SignalResult(
+                    chunks=[
+                        ChunkHit.model_construct(
+                            id=cid, text="", document_id="", document_path="", score=score
+                        )
+                        for cid, score in matrix.nearest(embedding, query.k)
+                    ],
+                    texts=False,
+                )
         result = await self._guard.run(
             "chunks_by_vector", ChunksByVectorParams.model_construct(embedding=embedding, k=query.k)
         )

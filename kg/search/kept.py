@@ -1,0 +1,103 @@
+"""What local search keeps per process and graph change: read once through the guard, page by
+page, and read again when the graph's counts move (``graph_counts``, kg/search/names.py) or at
+the latest after :data:`~kg.search.names.MAX_AGE_S`.
+
+The fact vectors (kg/search/facts.py) and the chunk vectors (kg/search/chunk_vectors.py) are
+kept this way; each says how to read a page and what to build of the rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.cypher.guard import Guard
+from kg.cypher.params import TemplateParams
+from kg.search.names import MAX_AGE_S, Stamp
+
+T = TypeVar("T")
+
+
+class Kept(Generic[T]):
+    """The value built of every page of one whole-graph template, for the graph's current
+    counts; None when more than ``most`` rows would have to be kept."""
+
+    def __init__(
+        self,
+        guard: Guard,
+        template: str,
+        page: Callable[[str, int], TemplateParams],
+        build: Callable[[list[dict[str, Any]]], T],
+        *,
+        page_size: int,
+        most: int,
+    ) -> None:
+        self._guard = guard
+        self._template = template
+        self._page = page
+        self._build = build
+        self._page_size = page_size
+        self._most = most
+        self._value: T | None = None
+        self._stamp: Stamp | None = None
+        self._read_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def for_stamp(self, stamp: Stamp) -> T | None:
+        """The value for a graph whose counts are ``stamp`` (read again if they moved)."""
+        if self._fresh(stamp):
+            return self._value
+        async with self._lock:
+            if not self._fresh(stamp):
+                self._value = await self._read()
+                self._stamp, self._read_at = stamp, time.monotonic()
+        return self._value
+
+    def _fresh(self, stamp: Stamp) -> bool:
+        return self._stamp == stamp and time.monotonic() - self._read_at < MAX_AGE_S
+
+    async def _read(self) -> T | None:
+        rows: list[dict[str, Any]] = []
+        after = ""
+        while len(rows) <= self._most:
+            result = await self._guard.run(self._template, self._page(after, self._page_size))
+            rows += result.rows
+            # Rows come in id order, so a page the row cap cut short goes on after its last.
+            if not result.rows or (len(result.rows) < self._page_size and not result.truncated):
+                return await asyncio.to_thread(self._build, rows)
+            after = str(result.rows[-1]["id"])
+        return None
+
+
+def unit_rows(
+    rows: list[dict[str, Any]], dim: int
+) -> tuple[list[dict[str, Any]], npt.NDArray[np.float32]]:
+    """The page rows whose ``embedding`` has ``dim`` numbers, and those vectors normalized."""
+    kept = [r for r in rows if len(r.get("embedding") or ()) == dim]
+    vectors = np.array([r["embedding"] for r in kept], dtype=np.float32).reshape(len(kept), dim)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return kept, (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def nearest_rows(
+    vectors: npt.NDArray[np.float32], query: list[float], k: int
+) -> list[tuple[int, float]]:
+    """The rows of ``vectors`` (unit) nearest to ``query``, best first, with the score the
+    vector index gives cosine: (1 + cos) / 2. Nothing for a zero query."""
+    if not len(vectors) or k <= 0:
+        return []
+    q = np.asarray(query, dtype=np.float32)
+    norm = float(np.linalg.norm(q))
+    if norm == 0:
+        return []
+    # einsum, not BLAS: a multithreaded gemv on a busy machine was 5x slower (measured)
+    cos = np.einsum("ij,j->i", vectors, q / norm)
+    k = min(k, len(cos))
+    top = np.argpartition(-cos, k - 1)[:k]
+    top = top[np.argsort(-cos[top], kind="stable")]
+    return [(int(i), (1.0 + float(cos[i])) / 2.0) for i in top]
