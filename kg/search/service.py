@@ -4,7 +4,8 @@ Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
 
 - ``text``: Lucene BM25 over chunk text and document title, in each language's fulltext index
   (``chunk_text_en``, ``chunk_text_ru``: :mod:`kg.languages`), rankings fused.
-- ``vector``: chunks nearest to the question's embedding (the chunk embedder, WordLlama).
+- ``vector``: chunks nearest to the question's embedding (the chunk embedder, WordLlama). In
+  ``hybrid`` they are ranked from the chunk vectors kept per process (kg.search.chunk_vectors).
 - ``graph``: the question linked to entities (its longest word n-grams equal to names or
   aliases, weighted by specificity; the entity indexes' fuzzy hits only when it names none);
   the seeds expanded 1..3 hops through relations (``seed_expansion``) and through passages
@@ -18,8 +19,10 @@ Four modes share one response shape (:class:`~kg.search.models.SearchResponse`):
 
 A request's path: :meth:`SearchService.local_search` checks it, translates the question
 (:mod:`kg.search.translate`), runs the mode's signals (:mod:`kg.search.signals`) concurrently,
-fuses their rankings (:mod:`kg.search.fusion`), lets the optional rerank stage reorder the top
-(:mod:`kg.search.rerank`, off by default) and builds the response. Start-up and warm-up
+fuses their rankings (:mod:`kg.search.fusion`), reads the texts of the chunks it shows and the
+details of the entities it shows in one read (the signals rank ids; :meth:`_evidence`), lets
+the optional rerank stage reorder the top (:mod:`kg.search.rerank`, off by default) and
+builds the response. Start-up and warm-up
 live in :mod:`kg.search.startup`, lookups by id in :mod:`kg.search.entities`.
 
 Every query goes through :class:`~kg.cypher.guard.Guard`; this package builds no Cypher.
