@@ -22,8 +22,8 @@ A request's path: :meth:`SearchService.local_search` checks it, translates the q
 fuses their rankings (:mod:`kg.search.fusion`), reads the texts of the chunks it shows and the
 details of the entities it shows in one read (the signals rank ids; :meth:`_evidence`), lets
 the optional rerank stage reorder the top (:mod:`kg.search.rerank`, off by default) and
-builds the response. Start-up and warm-up
-live in :mod:`kg.search.startup`, lookups by id in :mod:`kg.search.entities`.
+builds the response. Start-up and warm-up live in :mod:`kg.search.startup`, lookups by id in
+:mod:`kg.search.entities`.
 
 Every query goes through :class:`~kg.cypher.guard.Guard`; this package builds no Cypher.
 docs/search.md explains the scoring and the measurements behind each choice.
