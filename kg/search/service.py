@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -74,6 +74,7 @@ from kg.search.signals import SIGNALS
 from kg.search.signals.base import Signal, SignalContext, SignalQuery, SignalResult
 from kg.search.translate import Translator
 from kg.settings import Settings
+from kg.words import form
 
 
 async def _all(steps: Mapping[str, Coroutine[Any, Any, Any]]) -> dict[str, Any]:
@@ -172,6 +173,17 @@ class SearchService:
                 "cannot run it"
             )
         return await self.guard.run(name, params)
+
+    async def naming_phrases(self, phrases: Sequence[str]) -> list[str]:
+        """The phrases that could be some entity's name or alias: the router's linking asks
+        the fulltext index about these only. A phrase whose words no name has (by the linking
+        filter's forms for the graph as it is now, kg.search.names) cannot link; one without a
+        form (a bare number, say) is kept, and so is every phrase when the graph has too many
+        names to keep their forms."""
+        forms = await self.context.names.current()
+        if forms is None:
+            return list(phrases)
+        return [p for p in phrases if (f := form(p)) is None or f in forms]
 
     async def get_entity(self, entity_id: str) -> EntityDetail:
         """The entity with its degree and mention count; NotFoundError when absent."""

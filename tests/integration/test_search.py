@@ -338,3 +338,37 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     assert ran.count("chunk_page") == 2
     assert "chunks_by_vector" not in ran
     assert ran.count("graph_evidence") == 2
+
+
+def test_the_router_asks_only_about_phrases_that_could_name_something(
+    graph: Driver, settings: Settings
+) -> None:
+    """``auto``'s linking sends the fulltext index only the phrases some name or alias has
+    the words of (and any phrase with no form, such as a bare number): the same links, a
+    fraction of the lookups."""
+    from kg.search.routed import link
+
+    question = "Who owns the Ledger DB that the payment service uses in 2024?"
+
+    async def run(service: SearchService) -> tuple[list[str], list[str], list[Any]]:
+        sent: list[Any] = []
+        guarded = service.guard.run
+
+        async def recorded(name: str, params: Any) -> Any:
+            if name == "name_links":
+                sent.append(params)
+            return await guarded(name, params)
+
+        service.guard.run = recorded  # type: ignore[method-assign]
+        kept = await service.naming_phrases(
+            ["ledger db", "the weather", "2024", "payment", "payment service", "ledger"]
+        )
+        return kept, await link(service, question), sent
+
+    kept, linked, sent = with_service(settings, run)
+    assert kept == ["ledger db", "2024", "payment service", "ledger"]
+    assert linked == ["Ledger DB", "Payment Service"]
+    phrases = sent[0]["phrases"]
+    assert "ledger db" in phrases
+    assert "owns" not in phrases
+    assert len(phrases) <= 6
