@@ -25,7 +25,11 @@ T = TypeVar("T")
 
 class Kept(Generic[T]):
     """The value built of every page of one whole-graph template, for the graph's current
-    counts; None when more than ``most`` rows would have to be kept."""
+    counts; None when more than ``most`` rows would have to be kept.
+
+    Finding that out costs reading ``most`` rows, so a graph found too large is not read
+    again while it only grows (every count at or above the counts it had then): under a
+    steady import, each write would otherwise make the next search read and drop them."""
 
     def __init__(
         self,
@@ -46,6 +50,7 @@ class Kept(Generic[T]):
         self._value: T | None = None
         self._stamp: Stamp | None = None
         self._read_at = 0.0
+        self._too_large_at: Stamp | None = None
         self._lock = asyncio.Lock()
 
     async def for_stamp(self, stamp: Stamp) -> T | None:
@@ -54,7 +59,14 @@ class Kept(Generic[T]):
             return self._value
         async with self._lock:
             if not self._fresh(stamp):
-                self._value = await self._read()
+                grown = self._too_large_at is not None and all(
+                    now >= then for now, then in zip(stamp, self._too_large_at, strict=True)
+                )
+                self._value = None if grown else await self._read()
+                if self._value is None and not grown:
+                    self._too_large_at = stamp
+                elif self._value is not None:
+                    self._too_large_at = None
                 self._stamp, self._read_at = stamp, time.monotonic()
         return self._value
 
