@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -13,6 +14,15 @@ from kg.search.ranking import Weights, rank_expansion
 from kg.settings import SearchSettings
 
 
+def entity_detail(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The description and aliases of an ``entity_details`` (or ``graph_evidence``) row, as
+    the update of an :class:`EntityHit`."""
+    return {
+        "description": str(row.get("description") or ""),
+        "aliases": [str(a) for a in row.get("aliases") or []],
+    }
+
+
 async def entity_details(guard: Guard, entity_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Descriptions and aliases, read only for the entities a response shows."""
     if not entity_ids:
@@ -20,13 +30,7 @@ async def entity_details(guard: Guard, entity_ids: list[str]) -> dict[str, dict[
     result = await guard.run(
         "entity_details", EntityDetailsParams.model_construct(entity_ids=entity_ids)
     )
-    return {
-        str(row["id"]): {
-            "description": str(row.get("description") or ""),
-            "aliases": [str(a) for a in row.get("aliases") or []],
-        }
-        for row in result.rows
-    }
+    return {str(row["id"]): entity_detail(row) for row in result.rows}
 
 
 class Entities:

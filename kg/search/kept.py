@@ -59,14 +59,12 @@ class Kept(Generic[T]):
             return self._value
         async with self._lock:
             if not self._fresh(stamp):
-                grown = self._too_large_at is not None and all(
-                    now >= then for now, then in zip(stamp, self._too_large_at, strict=True)
-                )
-                self._value = None if grown else await self._read()
-                if self._value is None and not grown:
-                    self._too_large_at = stamp
-                elif self._value is not None:
-                    self._too_large_at = None
+                too_large = self._too_large_at
+                if too_large is None or any(
+                    now < then for now, then in zip(stamp, too_large, strict=True)
+                ):
+                    self._value = await self._read()  # None: too large (still, or again)
+                    self._too_large_at = stamp if self._value is None else None
                 self._stamp, self._read_at = stamp, time.monotonic()
         return self._value
 

@@ -52,7 +52,7 @@ from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
-from kg.search.entities import Entities
+from kg.search.entities import Entities, entity_detail
 from kg.search.fusion import confidence_weights, fuse_chunks, vector_floor
 from kg.search.models import (
     DEPTHS,
@@ -71,7 +71,13 @@ from kg.search.names import NameForms
 from kg.search.ranking import Ranked, Weights
 from kg.search.rerank import Reranker
 from kg.search.signals import SIGNALS
-from kg.search.signals.base import Signal, SignalContext, SignalQuery, SignalResult
+from kg.search.signals.base import (
+    Signal,
+    SignalContext,
+    SignalQuery,
+    SignalResult,
+    chunk_hits,
+)
 from kg.search.translate import Translator
 from kg.settings import Settings
 from kg.words import form
@@ -305,34 +311,24 @@ class SearchService:
                 limit=max(1, len(missing), len(entities)),
             ),
         )
-        rows = {str(r["id"]): r for r in result.rows if r.get("kind") == "chunk"}
-        details = {str(r["id"]): r for r in result.rows if r.get("kind") == "entity"}
-        filled: list[ChunkHit] = []
-        for hit in chunks:
-            source: ChunkHit | Mapping[str, Any] | None = known.get(hit.id) or rows.get(hit.id)
-            if source is None:
-                continue
-            if isinstance(source, ChunkHit):
-                text, document_id, path = source.text, source.document_id, source.document_path
-            else:
-                text = str(source.get("text") or "")
-                document_id = str(source.get("document_id") or "")
-                path = str(source.get("document_path") or "")
-            filled.append(
-                hit.model_copy(
-                    update={"text": text, "document_id": document_id, "document_path": path}
-                )
-            )
-        return filled, [
-            e.model_copy(
+        known.update(
+            (hit.id, hit)
+            for hit in chunk_hits([r for r in result.rows if r.get("kind") == "chunk"])
+        )
+        details = {str(r["id"]): entity_detail(r) for r in result.rows if r.get("kind") == "entity"}
+        filled = [
+            hit.model_copy(
                 update={
-                    "description": str(details[e.id].get("description") or ""),
-                    "aliases": [str(a) for a in details[e.id].get("aliases") or []],
+                    "text": known[hit.id].text,
+                    "document_id": known[hit.id].document_id,
+                    "document_path": known[hit.id].document_path,
                 }
             )
-            if e.id in details
-            else e
-            for e in entities
+            for hit in chunks
+            if hit.id in known
+        ]
+        return filled, [
+            e.model_copy(update=details[e.id]) if e.id in details else e for e in entities
         ]
 
     async def _translate(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -132,6 +132,15 @@ def chunk_hits(rows: Sequence[Mapping[str, Any]]) -> list[ChunkHit]:
             score=float(row.get("score") or 0.0),
         )
         for row in rows
+    ]
+
+
+def id_hits(scored: Iterable[tuple[str, float]]) -> list[ChunkHit]:
+    """Ranked chunk ids with their scores and no text: a signal whose result says
+    ``texts=False`` returns these, and the service reads the texts of those it shows."""
+    return [
+        ChunkHit.model_construct(id=cid, text="", document_id="", document_path="", score=score)
+        for cid, score in scored
     ]
 
 

@@ -53,6 +53,7 @@ from kg.search.signals.base import (
     SignalQuery,
     SignalResult,
     by_score,
+    id_hits,
 )
 from kg.words import form, words
 
@@ -67,12 +68,7 @@ def graph_chunks(scored: Sequence[tuple[str, float]]) -> list[ChunkHit]:
     """Chunks in PageRank order, scores scaled so the best is 1.0; ids and scores only (the
     service reads the texts of those it returns)."""
     top = scored[0][1] if scored and scored[0][1] > 0 else 1.0
-    return [
-        ChunkHit.model_construct(
-            id=cid, text="", document_id="", document_path="", score=score / top
-        )
-        for cid, score in scored
-    ]
+    return id_hits((cid, score / top) for cid, score in scored)
 
 
 # The same names and titles recur on many rows and across searches: each is put in its form

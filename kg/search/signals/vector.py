@@ -5,13 +5,13 @@ from __future__ import annotations
 from kg import scope
 from kg.cypher.params import ChunksByVectorParams
 from kg.search.chunk_vectors import ChunkVectors
-from kg.search.models import ChunkHit
 from kg.search.signals.base import (
     SignalContext,
     SignalQuery,
     SignalResult,
     by_score,
     chunk_hits,
+    id_hits,
 )
 
 
@@ -40,15 +40,7 @@ class VectorSignal:
             stamp = await query.linked_stamp
             matrix = None if stamp is None else await self._kept.for_stamp(stamp)
             if matrix is not None:
-                return SignalResult(
-                    chunks=[
-                        ChunkHit.model_construct(
-                            id=cid, text="", document_id="", document_path="", score=score
-                        )
-                        for cid, score in matrix.nearest(embedding, query.k)
-                    ],
-                    texts=False,
-                )
+                return SignalResult(chunks=id_hits(matrix.nearest(embedding, query.k)), texts=False)
         result = await self._guard.run(
             "chunks_by_vector", ChunksByVectorParams.model_construct(embedding=embedding, k=query.k)
         )
