@@ -237,6 +237,20 @@ def with_service(
     return asyncio.run(main())
 
 
+def record_reads(service: SearchService) -> list[tuple[str, Any]]:
+    """Every guarded read the service makes from now on, as (template, parameters): the real
+    guard still runs each one."""
+    reads: list[tuple[str, Any]] = []
+    guarded = service.guard.run
+
+    async def recorded(name: str, params: Any) -> Any:
+        reads.append((name, params))
+        return await guarded(name, params)
+
+    service.guard.run = recorded  # type: ignore[method-assign]
+    return reads
+
+
 def tuned(settings: Settings, **search: Any) -> Settings:
     """A copy of the session settings with some search settings changed."""
     return settings.model_copy(update={"search": settings.search.model_copy(update=search)})

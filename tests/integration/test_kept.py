@@ -14,7 +14,7 @@ from kg.search.chunk_vectors import ChunkMatrix, build
 from kg.search.kept import Kept
 from kg.search.service import SearchService
 from kg.settings import Settings
-from tests.graphdata import CHUNKS, with_service, write_test_graph
+from tests.graphdata import CHUNKS, record_reads, with_service, write_test_graph
 
 
 @pytest.fixture
@@ -23,16 +23,8 @@ def graph(clean_graph: Driver, settings: Settings) -> Driver:
     return clean_graph
 
 
-def _kept(service: SearchService, most: int, pages: list[int]) -> Kept[ChunkMatrix]:
+def _kept(service: SearchService, most: int) -> Kept[ChunkMatrix]:
     dim = service.settings.chunks.embedding_dim
-    guarded = service.guard.run
-
-    async def counted(name: str, params: Any) -> Any:
-        if name == "chunk_page":
-            pages.append(1)
-        return await guarded(name, params)
-
-    service.guard.run = counted  # type: ignore[method-assign]
     return Kept(
         service.guard,
         "chunk_page",
@@ -43,26 +35,28 @@ def _kept(service: SearchService, most: int, pages: list[int]) -> Kept[ChunkMatr
     )
 
 
-def test_every_chunk_is_read_page_by_page(graph: Driver, settings: Settings) -> None:
-    pages: list[int] = []
+def _pages(reads: list[tuple[str, Any]]) -> int:
+    return sum(name == "chunk_page" for name, _ in reads)
 
-    async def run(service: SearchService) -> ChunkMatrix | None:
-        kept = _kept(service, 100, pages)
+
+def test_every_chunk_is_read_page_by_page(graph: Driver, settings: Settings) -> None:
+    async def run(service: SearchService) -> tuple[ChunkMatrix | None, int]:
+        kept = _kept(service, 100)
         stamp = await service.context.names.counts()
+        reads = record_reads(service)
         first = await kept.for_stamp(stamp)
         assert await kept.for_stamp(stamp) is first  # same counts: nothing read
-        return first
+        return first, _pages(reads)
 
-    matrix = with_service(settings, run)
+    matrix, pages = with_service(settings, run)
     assert matrix is not None
     assert sorted(matrix.ids) == sorted(c[0] for c in CHUNKS)
-    assert len(pages) == len(CHUNKS) // 2 + 1
+    assert pages == len(CHUNKS) // 2 + 1
 
 
 def test_a_graph_too_large_to_keep_is_not_read_again_while_it_grows(
     graph: Driver, settings: Settings
 ) -> None:
-    pages: list[int] = []
     db = settings.neo4j.database
     grow = (
         "MATCH (d:Document {id: 'doc-pay'}) "
@@ -71,18 +65,19 @@ def test_a_graph_too_large_to_keep_is_not_read_again_while_it_grows(
     )
 
     async def run(service: SearchService) -> list[int]:
-        kept = _kept(service, 3, pages)
-        reads = []
+        kept = _kept(service, 3)
+        reads = record_reads(service)
+        pages = []
         assert await kept.for_stamp(await service.context.names.counts()) is None
-        reads.append(len(pages))
+        pages.append(_pages(reads))
         graph.execute_query(grow, database_=db)
         assert await kept.for_stamp(await service.context.names.counts()) is None
-        reads.append(len(pages))
+        pages.append(_pages(reads))
         graph.execute_query("MATCH (c:Chunk) WHERE c.id IN ['c-pay-8', 'c-pay-1'] "
                             "DETACH DELETE c", database_=db)  # fmt: skip
         assert await kept.for_stamp(await service.context.names.counts()) is None
-        reads.append(len(pages))
-        return reads
+        pages.append(_pages(reads))
+        return pages
 
     first, grown, shrunk = with_service(settings, run)
     assert first == 2  # two pages of 2 rows: past 3, given up

@@ -16,7 +16,7 @@ from kg.search.models import EntityDetail, Neighborhood, SearchRequest, SearchRe
 from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.clienv import cli_env
-from tests.graphdata import tuned, with_service, write_test_graph
+from tests.graphdata import record_reads, tuned, with_service, write_test_graph
 
 REPO = Path(__file__).resolve().parents[2]
 TWO_HOPS = "Who owns what the Payment Service depends on?"
@@ -303,16 +303,10 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     db = settings.neo4j.database
     vector = [float(x) for x in make_chunk_embedder(settings.chunks).embed([text])[0]]
 
-    ran: list[str] = []
-
-    async def run(service: SearchService) -> tuple[SearchResponse, SearchResponse]:
-        guarded = service.guard.run
-
-        async def recorded(name: str, params: Any) -> Any:
-            ran.append(name)
-            return await guarded(name, params)
-
-        service.guard.run = recorded  # type: ignore[method-assign]
+    async def run(
+        service: SearchService,
+    ) -> tuple[SearchResponse, SearchResponse, list[tuple[str, Any]]]:
+        reads = record_reads(service)
         req = SearchRequest(query=question, mode="hybrid", limit=5)
         before = await service.local_search(req)
         graph.execute_query(
@@ -323,9 +317,10 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
             vector=vector,
             database_=db,
         )
-        return before, await service.local_search(req)
+        return before, await service.local_search(req), reads
 
-    before, after = with_service(vector_only, run)
+    before, after, reads = with_service(vector_only, run)
+    ran = [name for name, _ in reads]
     assert "c-pay-9" not in {c.id for c in before.chunks}
     assert after.chunks[0].id == "c-pay-9"
     assert after.chunks[0].text == text
@@ -351,19 +346,12 @@ def test_the_router_asks_only_about_phrases_that_could_name_something(
     question = "Who owns the Ledger DB that the payment service uses in 2024?"
 
     async def run(service: SearchService) -> tuple[list[str], list[str], list[Any]]:
-        sent: list[Any] = []
-        guarded = service.guard.run
-
-        async def recorded(name: str, params: Any) -> Any:
-            if name == "name_links":
-                sent.append(params)
-            return await guarded(name, params)
-
-        service.guard.run = recorded  # type: ignore[method-assign]
+        reads = record_reads(service)
         kept = await service.naming_phrases(
             ["ledger db", "the weather", "2024", "payment", "payment service", "ledger"]
         )
-        return kept, await link(service, question), sent
+        linked = await link(service, question)
+        return kept, linked, [params for name, params in reads if name == "name_links"]
 
     kept, linked, sent = with_service(settings, run)
     assert kept == ["ledger db", "2024", "payment service", "ledger"]
