@@ -308,6 +308,19 @@ class ResolveSettings(BaseModel):
     approximate_above: int = Field(15_000, ge=1)
     llm_adjudication: bool = False
     llm_max_calls: int | None = Field(500, ge=0, description="Uncertain pairs asked per run.")
+    person_types: list[str] = Field(
+        default_factory=lambda: [
+            "person", "people", "human", "employee", "author", "человек", "персона",
+            "сотрудник", "личность", "автор",
+        ],
+        description="Entity types whose names are people's: matched by surname and initials "
+        "(`Петров И. И.` = `Ivan Petrov`), never across a surname's gender.",
+    )  # fmt: skip
+    canonical_language: Literal["any", "ru", "en"] = Field(
+        "any",
+        description="Script preferred for a new entity's name when its forms disagree: `ru` "
+        "(Cyrillic), `en` (Latin), or `any` (the most used form).",
+    )
 
 
 class ChunkSettings(BaseModel):

@@ -11,6 +11,11 @@ File format (YAML or JSON)::
     generic: [service, inc]     # tokens dropped from the "core" key (suffixes that add no identity)
     stopwords: [and, of]        # skipped when forming an acronym from words
     vendors: [apache]           # leading vendor names ("Apache Kafka" ~ "Kafka")
+    translations: {шлюз: gateway, "оплата труда": remuneration}   # Russian -> English words
+    names: {Минфин: Министерство финансов}   # short names that stand for longer ones
+
+``translations`` and ``names`` extend the Russian-English lexicon (kg/resolve/lexicon.py); keys
+are written in their dictionary form, as in the built-in tables.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 import yaml
 
 from kg.errors import ConfigError
+from kg.resolve.lexicon import DEFAULT_TRANSLATIONS, KNOWN_NAMES
 
 # Careful with "auth": in service names it almost always means authentication, while
 # authorization is spelled "authz"; both expand so the two stay apart (different tokens).
@@ -133,7 +139,7 @@ DEFAULT_GENERIC: frozenset[str] = frozenset(
 # vendor is dropped from the core only while the other side names no different vendor.
 DEFAULT_VENDORS: frozenset[str] = frozenset(
     {"apache", "hashicorp", "atlassian", "microsoft", "ms", "google", "amazon", "aws", "oracle",
-     "ibm", "adobe", "jetbrains", "elastic", "mozilla", "redhat"}
+     "ibm", "adobe", "jetbrains", "elastic", "mozilla", "redhat", "kontur", "yandex"}
 )  # fmt: skip
 
 DEFAULT_STOPWORDS: frozenset[str] = frozenset(
@@ -149,6 +155,15 @@ class AbbreviationTable:
     generic: frozenset[str] = DEFAULT_GENERIC
     stopwords: frozenset[str] = DEFAULT_STOPWORDS
     vendors: frozenset[str] = DEFAULT_VENDORS
+    translations: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TRANSLATIONS))
+    names: Mapping[str, str] = field(default_factory=lambda: dict(KNOWN_NAMES))
+
+
+def _mapping(data: dict[str, Any], key: str, path: Path) -> dict[str, str]:
+    extra = data.get(key) or {}
+    if not isinstance(extra, dict):
+        raise ConfigError(f"'{key}' in {path} must be a mapping")
+    return {str(k): "" if v is None else str(v) for k, v in extra.items()}
 
 
 def load_table(path: Path | None) -> AbbreviationTable:
@@ -166,10 +181,14 @@ def load_table(path: Path | None) -> AbbreviationTable:
         raise ConfigError(f"abbreviations file {path} must hold a mapping")
     replace = bool(data.get("replace_defaults", False))
     abbreviations: dict[str, str] = {} if replace else dict(DEFAULT_ABBREVIATIONS)
-    extra = data.get("abbreviations") or {}
-    if not isinstance(extra, dict):
-        raise ConfigError(f"'abbreviations' in {path} must be a mapping")
-    abbreviations.update({str(k).casefold(): str(v).casefold() for k, v in extra.items()})
+    extra = _mapping(data, "abbreviations", path)
+    abbreviations.update({k.casefold(): v.casefold() for k, v in extra.items()})
+    translations = {} if replace else dict(DEFAULT_TRANSLATIONS)
+    translations.update(
+        {k.casefold(): v.casefold() for k, v in _mapping(data, "translations", path).items()}
+    )
+    names = {} if replace else dict(KNOWN_NAMES)
+    names.update(_mapping(data, "names", path))
     generic = set() if replace else set(DEFAULT_GENERIC)
     generic.update(str(t).casefold() for t in data.get("generic") or [])
     stopwords = set() if replace else set(DEFAULT_STOPWORDS)
@@ -177,5 +196,10 @@ def load_table(path: Path | None) -> AbbreviationTable:
     vendors = set() if replace else set(DEFAULT_VENDORS)
     vendors.update(str(t).casefold() for t in data.get("vendors") or [])
     return AbbreviationTable(
-        abbreviations, frozenset(generic), frozenset(stopwords), frozenset(vendors)
+        abbreviations,
+        frozenset(generic),
+        frozenset(stopwords),
+        frozenset(vendors),
+        translations,
+        names,
     )

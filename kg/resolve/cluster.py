@@ -10,8 +10,12 @@ second expansion through it.
 
 Canonical name rule (documented in docs/resolution.md):
 1. an entity already in the graph keeps its name;
-2. otherwise the surface form seen in most mentions;
-3. ties: the longest (most descriptive) form, then the one seen first.
+2. otherwise a name a reader would choose: a nominative form («сервис платежей», not
+   «сервиса платежей»), in one script (not «сервис auth-svc»), in the preferred script when
+   ``resolve.canonical_language`` names one;
+3. among those, the most used: the spelling whose normalized form most mentions share (the
+   inflected «сервиса платежей» counts for «сервис платежей»), then the surface form seen most;
+4. ties: the longest (most descriptive) form, then the one seen first.
 """
 
 from __future__ import annotations
@@ -35,6 +39,15 @@ def type_key(entity_type: str) -> str:
     return entity_type.strip().casefold()
 
 
+def reader_rank(form: Form, prefer: str = "any") -> int:
+    """0 for a name a reader would choose; higher for an inflected, mixed or other-script one."""
+    rank = 0 if form.nominative else 4
+    rank += 2 if form.mixed else 0
+    if (prefer == "ru" and not form.cyrillic) or (prefer == "en" and form.cyrillic):
+        rank += 1
+    return rank
+
+
 @dataclass
 class Cluster:
     """One entity being assembled; mutable only inside a single ``resolve`` call."""
@@ -46,23 +59,33 @@ class Cluster:
     partner: Form | None = None  # the anchor's acronym counterpart (IAM <-> Identity and ...)
     counts: Counter[str] = field(default_factory=Counter)
     first_seen: dict[str, int] = field(default_factory=dict)
+    # per surface form: (rank by rule 2, lower is better; its normalized key)
+    kinds: dict[str, tuple[int, str]] = field(default_factory=dict)
+    key_counts: Counter[str] = field(default_factory=Counter)
     aliases: dict[str, None] = field(default_factory=dict)  # ordered set of extra names
     descriptions: list[str] = field(default_factory=list)
     touched: bool = False
 
-    def add_surface(self, text: str, count: int, order: int) -> None:
+    def add_surface(
+        self, text: str, count: int, order: int, form: Form | None = None, prefer: str = "any"
+    ) -> None:
         self.counts[text] += count
         self.first_seen.setdefault(text, order)
+        if form is not None:
+            self.kinds[text] = (reader_rank(form, prefer), form.compact)
+            self.key_counts[form.compact] += count
         self.touched = True
 
     def canonical(self) -> str:
         """Apply the canonical-name rule (module docstring)."""
         if self.known is not None:
             return self.known.name
-        return min(
-            self.counts,
-            key=lambda s: (-self.counts[s], -len(s), self.first_seen[s], s),
-        )
+
+        def order(s: str) -> tuple[int, int, int, int, int, str]:
+            rank, key = self.kinds.get(s, (0, s))
+            return (rank, -self.key_counts[key], -self.counts[s], -len(s), self.first_seen[s], s)
+
+        return min(self.counts, key=order)
 
     def description(self) -> str:
         """The graph's description if it has one, else the longest mention description."""

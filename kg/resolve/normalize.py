@@ -21,8 +21,13 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from kg.resolve.abbreviations import AbbreviationTable
+from kg.resolve.russian import Morphology
+
+if TYPE_CHECKING:
+    from kg.resolve.concept import ConceptKeys
 
 _CYRILLIC = {
     "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh",
@@ -33,6 +38,8 @@ _CYRILLIC = {
 }  # fmt: skip
 _TRANSLIT = str.maketrans(_CYRILLIC)
 _CYRILLIC_RE = re.compile("[а-яёіїєґ]")
+_LATIN_RE = re.compile("[a-z]")
+_COUNTRY = frozenset({"rf", "rossii", "russia"})
 
 _CAMEL_LOWER_UPPER = re.compile(r"(?<=[a-zà-ÿа-яё])(?=[A-ZÀ-ÞА-ЯЁ])")
 _CAMEL_ACRONYM_WORD = re.compile(r"(?<=[A-ZÀ-ÞА-ЯЁ]{2})(?=[A-ZÀ-ÞА-ЯЁ][a-zà-ÿа-яё])")
@@ -76,6 +83,41 @@ _RU_ENDINGS = (
 )  # fmt: skip
 
 
+# Cyrillic letters drawn like Latin ones: inside a code with digits (1С, 1C) they are the
+# Latin letter typed on the other keyboard layout, not a sound to transliterate.
+_HOMOGLYPHS = str.maketrans("асеорхкмтвну", "aceopxkmtbhy")
+_HAS_DIGIT = re.compile(r"\d")
+
+
+_SHORT_LETTER_RUN = re.compile(r"(?<![^\W\d_])[^\W\d_]{1,2}(?![^\W\d_])")
+# One Latin letter per Cyrillic letter, as abbreviations are written in Latin (РЖД -> RZD,
+# ЦБ -> CB): the first letter of the transliteration, with the usual choices for the rest.
+_LETTERWISE = str.maketrans(
+    {
+        **{k: v[:1] for k, v in _CYRILLIC.items() if v},
+        "ц": "c",
+        "ч": "c",
+        "щ": "s",
+        "х": "h",
+        "ю": "u",
+        "я": "y",
+    }
+)
+
+
+def transliterate_word(word: str) -> str:
+    """:func:`transliterate` for one casefolded word; in a code with digits a short letter
+    run keeps its look (``1С`` typed on the Russian layout is ``1C``)."""
+    if _HAS_DIGIT.search(word):
+        word = _SHORT_LETTER_RUN.sub(lambda m: m.group().translate(_HOMOGLYPHS), word)
+    return transliterate(word)
+
+
+def letterwise(short: str) -> str:
+    """``ржд`` -> ``rzd``, ``цб`` -> ``cb``: an abbreviation's letters one for one in Latin."""
+    return short.translate(_LETTERWISE)
+
+
 def transliterate(text: str) -> str:
     """Cyrillic to Latin (casefolded input), with ``дж -> j`` so ``Джава`` meets ``Java``."""
     return text.replace("дж", "j").translate(_TRANSLIT)
@@ -111,6 +153,26 @@ def skeleton(token: str) -> str:
     if len(token) > 1 and token.endswith("s"):
         token = token[:-1]
     return token.replace("\x01", "ch").replace("\x02", "sh").replace("\x03", "zh")
+
+
+# Transliteration schemes differ most at these spots: «ий»/«ый» (-iy, -y, -i), «е» after a
+# vowel (ye / e), «ё» (yo / e), «кс» / x; then the spelling key. Coarse on purpose: used for
+# person names and concept words, which other rules constrain.
+_NAME_STEPS: tuple[tuple[str, str], ...] = (
+    ("iy", "y"), ("yy", "y"), ("ij", "y"), ("yo", "e"), ("io", "e"), ("x", "ks"),
+    ("ye", "e"), ("ie", "e"), ("ya", "ia"), ("yu", "iu"),
+)  # fmt: skip
+_VOWEL_Y = re.compile(r"(?<=[aeiou])[yi](?=[^aeiou]|$)")
+_SKY = re.compile(r"(?<=sk)i$")
+
+
+@lru_cache(maxsize=1 << 18)
+def name_key(word: str) -> str:
+    """``Чайковский``/``Tchaikovsky`` -> ``chakovsk``; ``Diadoc``/``Диадок`` -> ``diadok``."""
+    latin = transliterate_word(unicodedata.normalize("NFKC", word).casefold())
+    for old, new in _NAME_STEPS:
+        latin = latin.replace(old, new)
+    return _SKY.sub("", _VOWEL_Y.sub("", phonetic(latin)))
 
 
 _EN_SUFFIXES = ("ings", "ing", "ers", "er", "ed")
@@ -171,6 +233,10 @@ class Form:
     derived: str
     digits: tuple[str, ...]  # digit runs of ``compact``, in order
     core_digits: tuple[str, ...]
+    concept: tuple[str, ...] = ()  # content words in English, unordered (kg/resolve/concept.py)
+    nominative: bool = True  # False: an inflected Russian form («сервиса платежей»)
+    mixed: bool = False  # Cyrillic and Latin words in one name («сервис auth-svc»)
+    expanded: frozenset[str] = frozenset()  # codes that are known short names (ИБ, АБ)
 
 
 @dataclass(frozen=True)
@@ -186,6 +252,19 @@ class Normalizer:
         words.update(v for v in self.table.abbreviations.values() if " " not in v)
         return frozenset(words)
 
+    @cached_property
+    def concepts(self) -> ConceptKeys:
+        from kg.resolve.concept import ConceptKeys
+
+        return ConceptKeys(self.table, self.analyse, name_key)
+
+    def analyse(self, word: str) -> tuple[str, ...]:
+        """A word's normalized, expanded, plural-stemmed tokens (``UsersDB``: user, database)."""
+        found = self._word_cache.get(word)
+        if found is None:
+            found = self._word(word)
+        return found[2]
+
     def words(self, name: str) -> tuple[str, ...]:
         """Normalized, expanded words of ``name`` (not stemmed): what the hashing embedder sees."""
         out: list[str] = []
@@ -199,7 +278,9 @@ class Normalizer:
         Two one-part words that the table knows as one (``mongo db``, ``Java Script``) are
         analysed as one word, like ``PostgresSQL`` is inside a word (see ``_joins``).
         """
-        text = name if name.isascii() else unicodedata.normalize("NFKC", name)
+        text = (
+            name if name.isascii() else Morphology.nominative(unicodedata.normalize("NFKC", name))
+        )
         if not text.isalnum():  # plain one-word names skip the rewrites
             text = _APOSTROPHES.sub("", text).replace("&", " and ")
             if "." in text:
@@ -261,11 +342,11 @@ class Normalizer:
     def _word(self, word: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """Raw parts of one word (camelCase split, table words kept whole), their analysis,
         and the analysis with English plurals stemmed."""
-        folded = strip_accents(transliterate(word.casefold()))
+        folded = strip_accents(transliterate_word(word.casefold()))
         if folded in self._protected:
             raw = [folded]
         else:
-            raw = _TOKEN.findall(strip_accents(transliterate(camel_split(word).casefold())))
+            raw = _TOKEN.findall(strip_accents(transliterate_word(camel_split(word).casefold())))
         joined: list[str] = []
         for part in raw:
             glued = self._joins(joined[-1], part) if joined else None
@@ -322,8 +403,11 @@ class Normalizer:
         ] or unstemmed[offset:]
         core_compact = "".join(core)
         compact = "".join(tokens)
-        folded = unicodedata.normalize("NFKC", name).casefold()
+        codes = self._codes(word_parts)
+        nfkc = unicodedata.normalize("NFKC", name)
+        folded = nfkc.casefold()
         cyrillic = bool(_CYRILLIC_RE.search(folded))
+        nominative = not cyrillic or Morphology.nominative(nfkc) == nfkc
         return Form(
             text=name,
             tokens=tokens,
@@ -336,13 +420,17 @@ class Normalizer:
             stem_key=phonetic("".join(strip_ending(w) for w in core_words)),
             vendor=vendor,
             acronyms=self._acronyms(folded, name),
-            short=_short_form(name),
+            short=_short_form(name, self.table.generic),
             cyrillic=cyrillic,
-            codes=self._codes(word_parts),
+            codes=codes,
             skeleton=skeleton(core_compact),
             derived="".join(english_stem(t) for t in core),
             digits=tuple(_DIGIT_RUNS.findall(compact)),
             core_digits=tuple(_DIGIT_RUNS.findall(core_compact)),
+            concept=self.concepts.key(name),
+            expanded=self.concepts.known_codes(codes),
+            nominative=nominative,
+            mixed=cyrillic and bool(_LATIN_RE.search(folded)),
         )
 
     def _codes(self, word_parts: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> tuple[str, ...]:
@@ -397,23 +485,38 @@ class Normalizer:
         """Initials of the words of a multi-word name, in both scripts, without stopwords."""
         if len(folded.split()) < 2 and not _TITLE_WORDS.fullmatch(text.strip()):
             return ()  # "auth-svc" is one word, not an acronym source; "Single-Sign-On" is
+        original = _TOKEN.findall(unicodedata.normalize("NFKC", text))
         words = _TOKEN.findall(folded)
-        if len(words) < 2:
+        if len(words) < 2 or len(original) != len(words):
             return ()
+        # an abbreviation inside a long name counts whole: «Трудовой кодекс РФ» -> ткрф
+        whole = [2 <= len(w) <= 5 and w.isupper() for w in original]
         found: list[str] = []
         for script_words in (words, [transliterate(w) for w in words]):
-            content = [w for w in script_words if w not in self.table.stopwords]
-            for chosen in (content, script_words):
-                if len(chosen) >= 2 and all(w[0].isalpha() for w in chosen):
-                    initials = "".join(w[0] for w in chosen)
-                    if initials not in found:
-                        found.append(initials)
+            kept = [(w, caps) for w, caps in zip(script_words, whole, strict=True)]
+            content = [(w, caps) for w, caps in kept if w not in self.table.stopwords]
+            for chosen in (content, kept):
+                if len(chosen) >= 2 and all(w[0].isalpha() for w, _ in chosen):
+                    for initials in (
+                        "".join(w if caps else w[0] for w, caps in chosen),
+                        "".join(w[0] for w, _ in chosen),
+                    ):
+                        if initials not in found:
+                            found.append(initials)
         return tuple(found)
 
 
-def _short_form(name: str) -> str | None:
-    """``IAM``, ``МВД``, ``IaC``: one token, 2-6 characters, at least two capitals."""
+def _short_form(name: str, generic: frozenset[str] = frozenset()) -> str | None:
+    """``IAM``, ``МВД``, ``IaC``: one token, 2-6 characters, at least two capitals.
+
+    Abbreviations written apart are one short form (``ТК РФ`` -> ``ткрф``, ``ЦБ РФ``), and a
+    legal form beside one is left out (``ОАО «РЖД»`` -> ``ржд``).
+    """
     text = unicodedata.normalize("NFKC", name).strip()
+    parts = _TOKEN.findall(text)
+    if len(parts) > 1 and all(p.isupper() and len(p) <= 5 for p in parts):
+        kept = [p for p in parts if transliterate(p.casefold()) not in generic - _COUNTRY] or parts
+        text = "".join(kept)
     if not 2 <= len(text) <= 6 or not text.isalnum():
         return None
     if sum(1 for c in text if c.isupper()) < 2:

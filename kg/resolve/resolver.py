@@ -34,7 +34,8 @@ from kg.resolve.adjudicate import Adjudicator, Side
 from kg.resolve.cluster import Cluster, entity_id, type_key
 from kg.resolve.embed import Embedder
 from kg.resolve.index import knn_by_label
-from kg.resolve.normalize import Form, Normalizer
+from kg.resolve.normalize import Form, Normalizer, letterwise
+from kg.resolve.persons import surname_keys
 from kg.resolve.score import Score, score_pair
 from kg.settings import ResolveSettings
 
@@ -95,20 +96,26 @@ class _Indexes:
     stem: dict[tuple[str, str], int] = field(default_factory=dict)
     skeleton: dict[tuple[str, str], int] = field(default_factory=dict)  # key: script + skeleton
     derived: dict[tuple[str, str], int] = field(default_factory=dict)
+    concept: dict[tuple[str, str], int] = field(default_factory=dict)
+    surname: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # person types only
     long_acronym: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     short_form: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    letterwise: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # РЖД ~ RZD
 
     def register_exact(self, form: Form, tkey: str, cluster: int, via: str) -> None:
         self.exact.setdefault((form.compact, tkey), (cluster, via))
 
-    def register_anchor(self, form: Form, tkey: str, cluster: int) -> None:
+    def register_anchor(self, form: Form, tkey: str, cluster: int, person: bool = False) -> None:
         for table, key in (
             (self.core, form.core_compact),
             (self.spelling, form.phonetic),
             (self.stem, form.stem_key),
             (self.skeleton, _script(form.cyrillic) + form.skeleton),
             (self.derived, form.derived),
+            (self.concept, "|".join(form.concept)),
         ):
+            if not key:
+                continue
             current = table.get((key, tkey))
             if current is None:
                 table[(key, tkey)] = cluster
@@ -118,6 +125,10 @@ class _Indexes:
             self.long_acronym.setdefault((acronym, tkey), set()).add(cluster)
         if form.short is not None:
             self.short_form.setdefault((form.short, tkey), set()).add(cluster)
+            self.letterwise.setdefault((letterwise(form.short), tkey), set()).add(cluster)
+        if person:
+            for surname in surname_keys(form.text):
+                self.surname.setdefault((surname, tkey), set()).add(cluster)
 
 
 def _script(cyrillic: bool) -> str:
@@ -183,6 +194,7 @@ class _Run:
         self.clusters: list[Cluster] = []
         self.cluster_tkeys: list[str] = []  # casefolded type of each cluster
         self.indexes = _Indexes()
+        self.person_types = frozenset(type_key(t) for t in resolver.settings.person_types)
         self.adjudicated = 0
         self.seconds: dict[str, float] = {}
 
@@ -292,7 +304,7 @@ class _Run:
             self.clusters.append(cluster)
             self.cluster_tkeys.append(tkey)
             self.indexes.register_exact(form, tkey, number, "known")
-            self.indexes.register_anchor(form, tkey, number)
+            self.indexes.register_anchor(form, tkey, number, tkey in self.person_types)
             for alias in entity.aliases:
                 if alias.strip():
                     alias_form = self.form(alias)
@@ -340,8 +352,9 @@ class _Run:
             (self.indexes.stem, group.form.stem_key),
             (self.indexes.skeleton, _script(not group.form.cyrillic) + group.form.skeleton),
             (self.indexes.derived, group.form.derived),
+            (self.indexes.concept, "|".join(group.form.concept)),
         ):
-            found = table.get((key, tkey), -1)
+            found = table.get((key, tkey), -1) if key else -1
             if found >= 0:
                 candidates[found] = None
         for acronym in group.form.acronyms:
@@ -351,6 +364,13 @@ class _Run:
         if group.form.short is not None:
             found_set = self.indexes.long_acronym.get((group.form.short, tkey), set())
             candidates.update(dict.fromkeys(sorted(found_set)))
+            found_set = self.indexes.letterwise.get((letterwise(group.form.short), tkey), set())
+            candidates.update(dict.fromkeys(sorted(found_set)))
+        person = tkey in self.person_types
+        if person:
+            for surname in surname_keys(group.form.text):
+                found_set = self.indexes.surname.get((surname, tkey), set())
+                candidates.update(dict.fromkeys(sorted(found_set)))
         for other, similarity in zip(
             neighbour_ids.tolist(), neighbour_scores.tolist(), strict=True
         ):
@@ -360,28 +380,32 @@ class _Run:
                     candidates[number] = None
 
         best: tuple[float, int, Score] | None = None
-        acronym_hits = 0
+        acronym_hits = person_hits = 0
         vec = vectors[row]
         for number in candidates:
             cluster = self.clusters[number]
             cosine = float(np.dot(vec, vectors[cluster.anchor_row]))
             threshold = self.settings.merge_threshold
-            score = score_pair(group.form, cluster.anchor, cosine, threshold)
+            score = score_pair(group.form, cluster.anchor, cosine, threshold, person=person)
             partner = cluster.partner
             if partner is not None:
                 if score.method == "acronym" and group.form.short is None:
                     # the anchor is an acronym that already stands for a long form: judge by it
-                    score = score_pair(group.form, partner, cosine, threshold)
+                    score = score_pair(group.form, partner, cosine, threshold, person=person)
                 else:
-                    alt = score_pair(group.form, partner, cosine, threshold)
+                    alt = score_pair(group.form, partner, cosine, threshold, person=person)
                     if alt.method != "acronym" and alt.value > score.value:
                         score = alt
             if score.method == "acronym":
                 acronym_hits += 1
+            if score.method == "person-name" and score.guarded:
+                person_hits += 1
             if best is None or score.value > best[0]:
                 best = (score.value, number, score)
         if best is not None and best[2].method == "acronym" and acronym_hits > 1:
             best = None  # one acronym, several expansions of this type: ambiguous
+        if best is not None and best[2].method == "person-name" and person_hits > 1:
+            best = None  # «Петров И.» and two people it could be: ambiguous
         if best is not None:
             value, number, score = best
             if value >= self.settings.merge_threshold:
@@ -419,20 +443,25 @@ class _Run:
             and (cluster.anchor.short is None) != (group.form.short is None)
         ):
             cluster.partner = group.form
-            self.indexes.register_anchor(group.form, group.tkey, number)
+            self.indexes.register_anchor(
+                group.form, group.tkey, number, group.tkey in self.person_types
+            )
 
     def _found(self, group: _Group, row: int) -> None:
         number = len(self.clusters)
         self.clusters.append(Cluster(anchor=group.form, anchor_row=row, type=group.type))
         self.cluster_tkeys.append(group.tkey)
         group.cluster, group.score, group.method = number, 1.0, "new"
-        self.indexes.register_anchor(group.form, group.tkey, number)
+        self.indexes.register_anchor(
+            group.form, group.tkey, number, group.tkey in self.person_types
+        )
         self._absorb(group, number)
 
     def _absorb(self, group: _Group, number: int) -> None:
         cluster = self.clusters[number]
+        prefer = self.settings.canonical_language
         for text, count in group.counts.items():
-            cluster.add_surface(text, count, group.first_seen[text])
+            cluster.add_surface(text, count, group.first_seen[text], self.form(text), prefer)
         self.indexes.register_exact(group.form, group.tkey, number, "name")
         for alias in group.aliases:
             cluster.aliases.setdefault(alias, None)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz
 
-from kg.resolve.normalize import CODE_MAX_LEN, Form
+from kg.resolve.normalize import CODE_MAX_LEN, Form, letterwise
+from kg.resolve.persons import readings, same_person
 
 _DIGITS = re.compile(r"\d+")
 TOKEN_MATCH = 85.0  # rapidfuzz ratio two long tokens need to count as one word misspelt
@@ -150,10 +151,48 @@ def string_similarity(a: Form, b: Form) -> float:
     return max(phon, tokens) / 100.0
 
 
-def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score:
-    """Score two forms of the same type; unguarded scores stay below ``merge_threshold``."""
+def concepts_match(a: Form, b: Form) -> bool:
+    """Same content words once translated (``AuthService`` ~ «сервис аутентификации»).
+
+    Digits must agree, and so must the codes, but for those the concept key has expanded:
+    a known abbreviation (``служба ИБ`` ~ «Служба информационной безопасности») is its words
+    there; across scripts a short code may be a word of the other language (``No.`` / «№»).
+    """
+    if not a.concept or a.concept != b.concept or a.digits != b.digits:
+        return False
+    if not vendors_compatible(a, b):
+        return False
+    if a.cyrillic != b.cyrillic or a.mixed or b.mixed:
+        return True
+    differing = set(a.codes).symmetric_difference(b.codes)
+    return differing <= a.expanded | b.expanded
+
+
+def short_forms_match(a: Form, b: Form) -> bool:
+    """One abbreviation in two scripts: ``РЖД`` / ``RZD``, ``ЦБ`` / ``CB``."""
+    return (
+        a.short is not None
+        and b.short is not None
+        and a.cyrillic != b.cyrillic
+        and letterwise(a.short) == letterwise(b.short)
+    )
+
+
+def score_pair(
+    a: Form, b: Form, cosine: float, merge_threshold: float, *, person: bool = False
+) -> Score:
+    """Score two forms of the same type; unguarded scores stay below ``merge_threshold``.
+
+    ``person``: the type names people, so two names that both read as a person's name are
+    judged by surname and initials alone (kg/resolve/persons.py): ``Петров И. И.`` and
+    ``Петрова И. И.`` look alike and are two people.
+    """
     if a.compact == b.compact:
         return Score(1.0, "exact-normalized")
+    if person and readings(a.text) and readings(b.text):
+        if same_person(a.text, b.text):
+            return Score(0.92, "person-name")
+        return Score(merge_threshold - 0.01, "person-name", guarded=False)
     same_digits = a.digits == b.digits
     conflict = codes_conflict(a, b)
     if same_digits and not conflict and vendors_compatible(a, b):
@@ -167,6 +206,10 @@ def score_pair(a: Form, b: Form, cosine: float, merge_threshold: float) -> Score
             return Score(0.89, "transliteration")
         if derivations_match(a, b):
             return Score(0.88, "derivation")
+    if concepts_match(a, b):
+        return Score(0.92, "translation")
+    if short_forms_match(a, b):
+        return Score(0.93, "transliteration")
     if same_digits and _initials_match(a.tokens, b.tokens):
         return Score(0.88, "initials")
     if (a.short is not None and a.short in b.acronyms) or (

@@ -25,7 +25,9 @@ def _score(a: str, b: str):  # type: ignore[no-untyped-def]
         ("auth-svc", "AuthService", "exact-normalized"),
         ("Apache Kafka", "Kafka", "exact-core"),
         ("Докер", "Docker", "transliteration"),
-        ("Сбербанка", "Сбербанк", "inflection"),
+        # the morphology gives the nominative first, so an inflected form is the same key
+        ("Сбербанка", "Сбербанк", "exact-normalized"),
+        ("Газпром нефти", "Газпром нефть", "inflection"),
         ("IAM", "Identity and Access Management", "acronym"),
         ("J. Smith", "John Smith", "initials"),
         ("Kuberentes", "Kubernetes", "embedding+string"),
@@ -41,7 +43,18 @@ def _score(a: str, b: str):  # type: ignore[no-untyped-def]
         ("Kaspersky Lab", "Kaspersky", "exact-core"),
         ("audit logging service", "AuditLogService", "derivation"),
         ("Rate Limiting Service", "RateLimiter", "derivation"),
-        ("Яндекса", "Яндекс", "inflection"),
+        ("Яндекса", "Яндекс", "exact-normalized"),
+        # across languages: the concept key (lexicon), abbreviations in either script
+        ("сервис аутентификации", "AuthService", "translation"),
+        ("Министерство финансов Российской Федерации", "Ministry of Finance", "translation"),
+        ("Минфин", "Ministry of Finance", "translation"),
+        ("служба ИБ", "Служба информационной безопасности", "translation"),
+        ("1С:Предприятие", "1C:Enterprise", "translation"),
+        ("Лаборатории Касперского", "Kaspersky", "inflection"),
+        ("ОАО «РЖД»", "RZD", "transliteration"),
+        ("ТК РФ", "Трудовой кодекс Российской Федерации", "translation"),
+        ("ТК РФ", "Labour Code of the Russian Federation", "translation"),
+        ("ТКРФ", "Трудовой кодекс Российской Федерации", "acronym"),
     ],
 )
 def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> None:
@@ -68,6 +81,21 @@ def test_positives_reach_the_merge_threshold(a: str, b: str, method: str) -> Non
         ("k8s-eu-1", "k8s-us-1"),
         ("k8s-eu-1", "k8s-eu-2"),
         ("k8s-ru-1", "k8s-1"),
+        # Russian hard negatives: another concept, another quoted name, another code
+        ("сервис аутентификации", "сервис авторизации"),
+        ("сервис аутентификации", "AuthzService"),
+        ("Банк России", "Банк «Россия»"),
+        ("Банк России", "Bank Rossiya"),
+        ("Минфин", "Минэкономразвития"),
+        ("ТК РФ", "ГК РФ"),
+        ("Трудовой кодекс", "Налоговый кодекс"),
+        ("152-ФЗ", "149-ФЗ"),
+        ("Газпром", "Газпромбанк"),
+        ("Газпром нефть", "Газпромбанк"),
+        ("Контур.Диадок", "Контур.Экстерн"),
+        ("1С:Предприятие", "1С:Бухгалтерия"),
+        ("Положение об оплате труда", "Положение о премировании"),
+        ("платёжный шлюз", "API-шлюз"),
         ("PostgreSQL 13", "PostgreSQL 16"),
         ("eu-west", "eu-central"),
         ("eu-west-1", "us-west-1"),
@@ -105,3 +133,39 @@ def test_codes_of_an_identifier() -> None:
     assert N.form("k8s-ru-1").codes == ("1", "ru")  # "ru" is generic, but not in identifiers
     assert N.form("Ozon.ru").codes == ()
     assert N.form("J. Smith").codes == ("j",)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Петров Иван Иванович", "И. И. Петров"),
+        ("Петров И.И.", "Ivan Petrov"),
+        ("Петрову И. И.", "Петров Иван Иванович"),  # dative, back to the nominative
+        ("Ivan Petrov", "Петров Иван Иванович"),
+        ("Анны Волковой", "Анна Сергеевна Волкова"),  # genitive, a woman's surname kept
+        ("Пётр Ильич Чайковский", "Tchaikovsky P.I."),
+        ("Fedor Dostoyevsky", "Фёдор Михайлович Достоевский"),
+        ("Aleksei Sokolov", "А. Ю. Соколов"),
+    ],
+)
+def test_people_meet_by_surname_and_initials(a: str, b: str) -> None:
+    v = E.embed([a, b])
+    score = score_pair(N.form(a), N.form(b), float(v[0] @ v[1]), MERGE, person=True)
+    assert score.value >= MERGE
+    assert score.method == "person-name"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Петров И. И.", "Петрова И. И."),  # a surname's gender: two people
+        ("Петровой И. И.", "Петров Иван Иванович"),
+        ("Ivan Petrov", "Igor Petrov"),
+        ("Петров И. И.", "Петров А. И."),
+        ("Irina Petrova", "Ivan Petrov"),
+    ],
+)
+def test_people_stay_apart_by_gender_and_initials(a: str, b: str) -> None:
+    v = E.embed([a, b])
+    score = score_pair(N.form(a), N.form(b), float(v[0] @ v[1]), MERGE, person=True)
+    assert score.value < MERGE, score
