@@ -3,6 +3,7 @@
     .venv/bin/python bench/resolve_multilingual.py                 # in process (the Resolver)
     .venv/bin/python bench/resolve_multilingual.py --errors        # and what is split / merged
     .venv/bin/python bench/resolve_multilingual.py --end-to-end    # through `kg ingest --triplets`
+    .venv/bin/python bench/resolve_multilingual.py --steps         # each rule added in turn
 
 Data: ``../shared/data/aliases-ru-dev/gold.jsonl`` (CC0; 47 clusters, 190 mentions; its README
 says how to score it), or ``--data FILE`` for another set in the same format. Each line is one
@@ -107,14 +108,58 @@ def report(rows: list[Row], predicted: list[str], label: str) -> dict[str, Quali
     return results
 
 
+def steps(rows: list[Row]) -> str:
+    """P / R / F1 with the Russian-English rules switched on one after another (in process).
+
+    Each rule is switched off by replacing the function that computes it for this process
+    only, so the figures are those of the shipped code with less of it, not of another one.
+    """
+    from kg.resolve import persons, russian
+    from kg.resolve import score as score_module
+    from kg.resolve.concept import ConceptKeys
+
+    gold = [r.cluster for r in rows]
+    nominative, readings, concept = (
+        russian.Morphology.nominative,
+        persons.readings,
+        ConceptKeys.key,
+    )
+
+    def switch(morphology: bool, people: bool, concepts: bool) -> None:
+        russian.Morphology.nominative = nominative if morphology else staticmethod(str)  # type: ignore[method-assign,assignment]
+        persons.readings = readings if people else (lambda text: ())  # type: ignore[assignment]
+        score_module.readings = persons.readings  # type: ignore[attr-defined]
+        ConceptKeys.key = concept if concepts else (lambda self, name: ())  # type: ignore[method-assign]
+
+    lines = ["| step | P | R | F1 | cross-language R |", "|---|---|---|---|---|"]
+    for label, flags in (
+        ("round 3's rules (with this round's abbreviation and homoglyph rules)", (0, 0, 0)),
+        ("+ Russian morphology (the nominative)", (1, 0, 0)),
+        ("+ person names (surname and initials)", (1, 1, 0)),
+        ("+ concept key (lexicon, known short names): the default", (1, 1, 1)),
+    ):
+        switch(*map(bool, flags))
+        predicted = in_process(rows)
+        q = quality(predicted, gold)
+        lines.append(
+            f"| {label} | {q.precision:.3f} | {q.recall:.3f} | {q.f1:.3f} | "
+            f"{cross_language_recall(rows, predicted):.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--errors", action="store_true")
     parser.add_argument("--end-to-end", action="store_true")
     parser.add_argument("--uri", help="an existing Neo4j (its database is wiped)")
+    parser.add_argument("--steps", action="store_true", help="each rule added in turn")
     args = parser.parse_args()
     rows = load(args.data)
+    if args.steps:
+        print(steps(rows))
+        return
     if args.end_to_end:
         from resolve_end_to_end import resolve_through_ingest
 
