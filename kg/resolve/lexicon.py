@@ -65,6 +65,10 @@ DEFAULT_TRANSLATIONS: Mapping[str, str] = {
     "личный кабинет": "account portal", "портал": "portal", "сайт": "site", "витрина": "storefront",
     "мобильный": "mobile", "веб": "web", "интерфейс": "interface", "панель": "panel",
     "администрирование": "administration", "администратор": "administrator",
+    "единый вход": "single sign on", "уровень обслуживания": "service level",
+    "проект": "project", "управление проектами": "project management", "команда": "team",
+    "платформенный": "platform", "инцидент": "incident", "сбой": "outage",
+    "многофакторный": "multi factor", "двухфакторный": "two factor",
     # organisations, departments, roles
     "министерство": "ministry", "министр": "minister", "ведомство": "agency",
     "агентство": "agency", "комитет": "committee", "комиссия": "commission",
