@@ -38,7 +38,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -84,6 +84,8 @@ from kg.resolve import Embedder, Resolver, make_embedder
 from kg.resolve.adjudicate import Adjudicator, make_adjudicator
 from kg.resolve.embed import embedder_identity, make_chunk_embedder
 from kg.resolve.resolver import Resolution
+from kg.resolve.russian import Morphology
+from kg.resolve.stated import stated_abbreviations
 from kg.settings import Settings
 from kg.shards import Shard
 
@@ -539,11 +541,15 @@ def _resolve(
     embedder: Embedder,
     adjudicator: Adjudicator | None,
     summary: IngestSummary,
+    texts: Sequence[str] = (),
 ) -> tuple[Resolution, list[tuple[str, int]]]:
-    """Canonical entities for every mention, against what the graph already holds."""
+    """Canonical entities for every mention, against what the graph already holds.
+
+    ``texts``: the documents' texts, for the abbreviations they state (kg/resolve/stated.py).
+    """
     resolver = Resolver(settings.resolve, embedder, adjudicator)
     resolver.add_known(known)
-    mentions, keys = _mentions(facts)
+    mentions, keys = _mentions(facts, stated_abbreviations(texts))
     resolution = resolver.resolve(mentions)
     summary.entities_created = len(resolution.new_ids)
     summary.entities_matched = len(set(resolution.entity_ids) - resolution.new_ids)
@@ -782,7 +788,13 @@ def finish_staged(
         with clock.stage("resolve"):
             known = writer.known_entities()
             resolution, keys = _resolve(
-                settings, known, facts, parts.embedder, parts.adjudicator, summary
+                settings,
+                known,
+                facts,
+                parts.embedder,
+                parts.adjudicator,
+                summary,
+                [d.text for d in plan.todo],
             )
             found: list[KnownEntity | ResolvedEntity] = [*known, *resolution.entities.values()]
             extra = _document_graph(plan, found, parts.embedder, summary)
@@ -1093,18 +1105,31 @@ def _facts_from_import(result: ExtractionResult, chunks: list[Chunk]) -> list[Ch
     ]
 
 
-def _mentions(facts: list[ChunkFacts]) -> tuple[list[Mention], list[tuple[str, int]]]:
-    """One mention per extracted entity per chunk; keys are (chunk id, entity position)."""
+def _mentions(
+    facts: list[ChunkFacts], stated: Mapping[str, str] | None = None
+) -> tuple[list[Mention], list[tuple[str, int]]]:
+    """One mention per extracted entity per chunk; keys are (chunk id, entity position).
+
+    A name the documents state an abbreviation for (or the long form of one) gets the other
+    as an alias: «ТК РФ» and «Трудовой кодекс Российской Федерации» then join.
+    """
     mentions: list[Mention] = []
     keys: list[tuple[str, int]] = []
     for fact in facts:
         for i, entity in enumerate(fact.result.entities):
+            aliases = tuple(entity.aliases)
+            if stated:
+                other = stated.get(entity.name.casefold()) or stated.get(
+                    Morphology.nominative(entity.name).casefold()
+                )
+                if other is not None and other not in aliases:
+                    aliases = (*aliases, other)
             mentions.append(
                 Mention(
                     name=entity.name,
                     type=entity.type,
                     description=entity.description,
-                    aliases=tuple(entity.aliases),
+                    aliases=aliases,
                     chunk_id=fact.chunk_id,
                 )
             )

@@ -143,7 +143,28 @@ DEFAULT_VENDORS: frozenset[str] = frozenset(
 )  # fmt: skip
 
 DEFAULT_STOPWORDS: frozenset[str] = frozenset(
-    {"and", "of", "for", "the", "a", "an", "to", "in", "on", "&", "i", "v", "po", "dlya", "na"}
+    {
+        "and",
+        "of",
+        "for",
+        "the",
+        "a",
+        "an",
+        "to",
+        "in",
+        "on",
+        "&",
+        "i",
+        "v",
+        "po",
+        "dlya",
+        "na",
+        "o",
+        "ob",
+        "ot",
+        "pri",
+        "iz",
+    }
 )
 
 

@@ -494,7 +494,9 @@ class Normalizer:
         found: list[str] = []
         for script_words in (words, [transliterate(w) for w in words]):
             kept = [(w, caps) for w, caps in zip(script_words, whole, strict=True)]
-            content = [(w, caps) for w, caps in kept if w not in self.table.stopwords]
+            content = [
+                (w, caps) for w, caps in kept if transliterate(w) not in self.table.stopwords
+            ]
             for chosen in (content, kept):
                 if len(chosen) >= 2 and all(w[0].isalpha() for w, _ in chosen):
                     for initials in (
