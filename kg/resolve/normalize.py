@@ -407,7 +407,7 @@ class Normalizer:
         nfkc = unicodedata.normalize("NFKC", name)
         folded = nfkc.casefold()
         cyrillic = bool(_CYRILLIC_RE.search(folded))
-        nominative = not cyrillic or Morphology.nominative(nfkc) == nfkc
+        nominative = not cyrillic or Morphology.is_nominative(nfkc)
         return Form(
             text=name,
             tokens=tokens,

@@ -33,6 +33,16 @@ _QUOTED = re.compile(r"«[^»]*»|\"[^\"]*\"|„[^“”]*[“”]|“[^”]*”
 _NOUN_LIKE = frozenset({"NOUN"})
 _ADJ_LIKE = frozenset({"ADJF", "PRTF"})
 _PERSON = frozenset({"Name", "Surn", "Patr"})
+_LEGAL_FORMS = frozenset(
+    {"пао", "оао", "зао", "ооо", "ао", "ип", "фгуп", "гуп", "муп", "ано", "нко", "фгбу", "гбу",
+     "мбу", "ак", "аб", "кб", "нпо"}
+)  # fmt: skip
+
+
+def _abbreviation(word: str) -> bool:
+    """``ФНС``, ``ИБ``, ``ГОСТ``: capitals, short (a name in capitals is longer)."""
+    return word.isupper() and len(word) <= 5
+
 
 _lock = threading.Lock()
 _analyzer: Any = None
@@ -143,7 +153,7 @@ class Morphology:
             name = next(
                 (
                     p
-                    for p in parsed[position]
+                    for p in sorted(parsed[position], key=lambda p: "Fixd" in p.tag)
                     if _PERSON & set(p.tag.grammemes) and p.tag.case == head_parse.tag.case
                 ),
                 None,
@@ -163,6 +173,34 @@ class Morphology:
         return "".join(out)
 
     @staticmethod
+    @lru_cache(maxsize=1 << 18)
+    def is_nominative(text: str) -> bool:
+        """The name reads as a nominative, singular or plural («Российские железные дороги»):
+        a form a reader would write as the name, not one a sentence inflected."""
+        if Morphology.nominative(text) == text:
+            return True
+        quoted = [m.span() for m in _QUOTED.finditer(text)]
+        words = [
+            m
+            for m in _CYRILLIC_WORD.finditer(text)
+            if not any(start <= m.start() < end for start, end in quoted)
+        ]
+        parsed = [Morphology._parses(m.group().casefold()) for m in words]
+        head = Morphology._head(words, parsed)
+        return head is not None and head[1].tag.case == "nomn"
+
+    @staticmethod
+    def _name_cases(parsed: list[tuple[Any, ...]], position: int) -> frozenset[str]:
+        """The cases a declinable person name at ``position`` can be in (none: no such name)."""
+        if position >= len(parsed):
+            return frozenset()
+        return frozenset(
+            p.tag.case
+            for p in parsed[position]
+            if _PERSON & set(p.tag.grammemes) and "Fixd" not in p.tag and p.tag.case
+        )
+
+    @staticmethod
     def _modifies_next(
         words: list[re.Match[str]], parsed: list[tuple[Any, ...]], position: int
     ) -> bool:
@@ -171,8 +209,10 @@ class Morphology:
         if position + 1 >= len(parsed) or not any(p.tag.POS in _ADJ_LIKE for p in parses):
             return False
         following = words[position + 1].group()
-        if len(following) < 2 or following.isupper():
+        if len(following) < 2 or _abbreviation(following):
             return False
+        if any("Surn" in p.tag for p in parses) and Morphology._name_cases(parsed, position + 1):
+            return False  # «Петровой Анне»: a surname before a given name, not an adjective
         return any(
             p.tag.POS in _NOUN_LIKE and _agrees(parses, p) is not None for p in parsed[position + 1]
         )
@@ -183,16 +223,19 @@ class Morphology:
     ) -> tuple[int, Any, list[tuple[int, Any]]] | None:
         """The head noun's position and parse, with the agreeing adjectives before it.
 
-        None when the phrase is already nominative singular or has no head to inflect.
-        Abbreviations (``ПАО``, ``ИБ``) and single letters (``г.``) are skipped.
+        None when the phrase is already nominative singular or has no head to inflect. Legal
+        forms (``ПАО Сбербанка``) and single letters (``г. Москвы``) are skipped; any other
+        abbreviation is the head itself, so what follows it is its complement (``ФНС России``).
         """
         before: list[int] = []
         for position, (match, parses) in enumerate(zip(words, parsed, strict=True)):
             word = match.group()
-            if len(word) < 2 or (word.isupper() and len(word) <= 5):
+            if len(word) < 2 or word.casefold() in _LEGAL_FORMS:
                 if before:
                     return None
                 continue
+            if _abbreviation(word):
+                return None
             nouns = [p for p in parses if p.tag.POS in _NOUN_LIKE]
             if nouns and Morphology._modifies_next(words, parsed, position):
                 before.append(position)  # «Московской области»: an adjective, not a surname
@@ -202,7 +245,14 @@ class Morphology:
                     before.append(position)
                     continue
                 return None
-            for noun in sorted(nouns, key=lambda p: p.tag.case != "nomn" or p.tag.number != "sing"):
+            following = Morphology._name_cases(parsed, position + 1)
+
+            def rank(p: Any, following: frozenset[str] = following) -> tuple[bool, bool]:
+                # «Петровой Анне»: the given name after the surname says which case it is
+                nominative = p.tag.case == "nomn" and p.tag.number == "sing"
+                return (bool(following) and p.tag.case not in following, not nominative)
+
+            for noun in sorted(nouns, key=rank):
                 agreeing = [(b, _agrees(parsed[b], noun)) for b in before]
                 if all(parse is not None for _, parse in agreeing):
                     if noun.tag.case == "nomn" and (

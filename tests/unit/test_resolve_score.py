@@ -50,7 +50,7 @@ def _score(a: str, b: str):  # type: ignore[no-untyped-def]
         ("Минфин", "Ministry of Finance", "translation"),
         ("служба ИБ", "Служба информационной безопасности", "translation"),
         ("1С:Предприятие", "1C:Enterprise", "translation"),
-        ("Лаборатории Касперского", "Kaspersky", "inflection"),
+        ("Лаборатории Касперского", "Kaspersky", "transliteration"),
         ("ОАО «РЖД»", "RZD", "transliteration"),
         ("ТК РФ", "Трудовой кодекс Российской Федерации", "translation"),
         ("ТК РФ", "Labour Code of the Russian Federation", "translation"),
