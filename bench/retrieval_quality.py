@@ -1,10 +1,10 @@
-"""Retrieval quality on four dev sets: kg's search modes beside BM25, dense and BM25 + PageRank.
+"""Retrieval quality on five dev sets: kg's search modes beside BM25, dense and BM25 + PageRank.
 
     .venv/bin/pip install -e '.[bench]'            # bm25s and PyStemmer, for the baselines
-    .venv/bin/python bench/retrieval_quality.py --json retrieval.json     # all four sets
+    .venv/bin/python bench/retrieval_quality.py --json retrieval.json     # all five sets
     .venv/bin/python bench/retrieval_quality.py --sets musique,docs --questions 10   # a look
 
-The four dev sets (``--sets``, default all; each is ingested into a wiped database):
+The five dev sets (``--sets``, default all; each is ingested into a wiped database):
 
 - ``hotpotqa``: the HotpotQA sample in bench/data/hotpotqa (100 questions, 994 Wikipedia
   passages, CC BY-SA 4.0). One Markdown file per passage (``# Title`` + text), ingested with
@@ -22,11 +22,18 @@ The four dev sets (``--sets``, default all; each is ingested into a wiped databa
 - ``docs``: Starlette's Markdown docs, vendored in bench/data/starlette-docs (BSD-3) with 27
   how-to questions labelled by hand with their file and section; ingested with
   ``graph="metadata"``.
+- ``vue-ru``: the Russian translation of Vue's guide, vendored in bench/data/vue-docs-ru
+  (52 Markdown files in subfolders, CC BY 4.0) with 32 how-to questions labelled by hand with
+  their file (``components/props.md``, the path kg stores for a file ingested from the folder)
+  and their language: ``ru`` (16), ``en`` (10) or ``mixed`` (6: Russian with English terms);
+  ingested with ``graph="metadata"``.
 
 Metrics. Passage sets: R@2 and R@5 as HippoRAG defines them, |first k distinct passages ∩
 gold| / |gold|, averaged over questions. Docs: ``sec@3``, the share of questions whose
 labelled section (or file, when the label's heading is not in the file) is among the first 3
-chunks, and ``R@5 (file)``, the share whose file is among the first 5 distinct files. Time:
+chunks, ``R@5 (file)``, the share whose file is among the first 5 distinct files, and
+``hit@1`` and ``hit@3``, the shares whose file is the first, or among the first 3, distinct
+files. Vue-ru: ``hit@1`` and ``hit@3`` the same way, overall and per question language. Time:
 median and p95 ms per question, wall clock, in this process.
 
 Systems. kg ``text``, ``vector``, ``graph`` and ``hybrid`` through ``SearchService.local_search``
@@ -42,8 +49,10 @@ seeded equally from the entities whose name or alias occurs in the question as a
 (names under 3 characters and stop words skipped), chunks ranked by their PageRank and fused
 with BM25 by reciprocal rank fusion (k 60). The graph is read out of Neo4j once per set.
 
-The last table is the mean over the four sets per system (XQuAD counts once: the mean of its
-two scenarios; for docs, sec@3 and R@5 (file) stand in the R@2 and R@5 columns).
+The last table is the mean over the five sets per system (XQuAD counts once: the mean of its
+two scenarios; for docs, sec@3 and R@5 (file) stand in the R@2 and R@5 columns; for vue-ru,
+hit@1 and hit@3). After each file-labelled set, the questions that no system finds among its
+first 3 files are listed.
 
 Neo4j: a throwaway local server on free ports unless ``--uri`` names one (that database is
 wiped). Not part of the test suite. Inputs (commit, data checksums, search settings, machine)
@@ -87,7 +96,7 @@ from kg.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"
 MUSIQUE = ROOT.parent / "shared" / "data" / "musique-dev"
-SET_NAMES = ("hotpotqa", "musique", "xquad", "docs")
+SET_NAMES = ("hotpotqa", "musique", "xquad", "docs", "vue-ru")
 KG_MODES = ("text", "vector", "graph", "hybrid", "auto")
 BASELINES = ("BM25", "dense", "BM25 + PageRank")
 XQUAD_DEV = range(24)  # articles 24-47 are held out for evaluation: never loaded here
@@ -109,8 +118,9 @@ class Hit:
 @dataclass
 class Question:
     text: str
-    gold: frozenset[str]  # passage keys; for docs, the labelled file
+    gold: frozenset[str]  # passage keys; for docs and vue-ru, the labelled file
     section: str | None = None  # docs only: the labelled heading, or "(top)"
+    lang: str | None = None  # vue-ru only: the question's language (ru, en, mixed)
 
 
 @dataclass
@@ -123,6 +133,9 @@ class DevSet:
     passage: Callable[[str], str] = lambda path: path
     docs_root: Path | None = None  # docs only: the vendored files, for section spans
     inputs: list[Path] = field(default_factory=list)
+    ks: tuple[int, int] = (2, 5)  # the cut-offs of the two main columns (passage sets)
+    columns: tuple[str, str] = ("R@2", "R@5")
+    extra: Callable[[list[list[str]], list[Question]], dict[str, float]] | None = None
 
 
 @dataclass
@@ -133,6 +146,7 @@ class Result:
     r5: float
     median_ms: float
     p95_ms: float
+    extra: dict[str, float] = field(default_factory=dict)  # more columns, e.g. hit@1 per lang
 
 
 # -- data --------------------------------------------------------------------------------------
@@ -260,7 +274,28 @@ def docs(limit: int | None) -> DevSet:
         return ingest_folder(settings, root / "docs", graph="metadata")
 
     return DevSet("docs", questions[:limit] if limit else questions, ingest,
-                  docs_root=root / "docs", inputs=[root / "questions.jsonl", root / "docs"])  # fmt: skip
+                  docs_root=root / "docs", inputs=[root / "questions.jsonl", root / "docs"],
+                  columns=("sec@3", "R@5 (file)"), extra=hits_by_file)  # fmt: skip
+
+
+def vue_ru(limit: int | None) -> DevSet:
+    """Vue's Russian guide; a label is a path under docs/, as kg stores it (``a/b.md``)."""
+    root = DATA / "vue-docs-ru"
+    lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = [
+        Question(q["question"], frozenset({q["file"]}), lang=q["lang"])
+        for q in map(json.loads, lines)
+    ]
+    for q in questions:
+        if not all((root / "docs" / f).is_file() for f in q.gold):
+            print(f"[vue-ru] labelled file not in docs/: {set(q.gold)}")
+
+    def ingest(settings: Settings) -> str:
+        return ingest_folder(settings, root / "docs", graph="metadata")
+
+    return DevSet("vue-ru", questions[:limit] if limit else questions, ingest,
+                  inputs=[root / "questions.jsonl", root / "docs"], ks=(1, 3),
+                  columns=("hit@1", "hit@3"), extra=hits_by_lang)  # fmt: skip
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -272,6 +307,24 @@ def distinct(items: Sequence[str]) -> list[str]:
 
 def recall(ranked: Sequence[str], gold: frozenset[str], k: int) -> float:
     return len(set(ranked[:k]) & gold) / len(gold)
+
+
+def hits_by_file(ranked: list[list[str]], questions: list[Question]) -> dict[str, float]:
+    """hit@1 and hit@3: the shares whose labelled file is the first, or among the first 3,
+    distinct files (``ranked``: each question's distinct files)."""
+    pairs = list(zip(ranked, questions, strict=True))
+    return {f"hit@{k}": 100 * statistics.fmean(recall(r, q.gold, k) for r, q in pairs)
+            for k in (1, 3)}  # fmt: skip
+
+
+def hits_by_lang(ranked: list[list[str]], questions: list[Question]) -> dict[str, float]:
+    """hits_by_file per question language, in the order the languages first occur."""
+    out: dict[str, float] = {}
+    for lang in distinct([q.lang or "?" for q in questions]):
+        picked = [(r, q) for r, q in zip(ranked, questions, strict=True) if (q.lang or "?") == lang]
+        scores = hits_by_file([r for r, _ in picked], [q for _, q in picked])
+        out |= {f"{name} {lang}": value for name, value in scores.items()}
+    return out
 
 
 class Sections:
@@ -320,6 +373,7 @@ class Sections:
 
 
 def score(dev: DevSet, system: str, hits: list[list[Hit]], times: list[float]) -> Result:
+    ranked = [distinct([dev.passage(h.path) for h in hs]) for hs in hits]
     if dev.docs_root is not None:
         sections = Sections(dev.docs_root)
         pairs = list(zip(hits, dev.questions, strict=True))
@@ -327,17 +381,35 @@ def score(dev: DevSet, system: str, hits: list[list[Hit]], times: list[float]) -
         lost = sum(sections.chunk_span(h.path, h.text) is None for hs, _ in pairs for h in hs[:3])
         if lost:
             print(f"[docs] {system}: {lost} top-3 chunks not located in their file (file counts)")
-        r5 = [recall(distinct([h.path for h in hs]), q.gold, 5)
-              for hs, q in zip(hits, dev.questions, strict=True)]  # fmt: skip
-    else:
-        ranked = [distinct([dev.passage(h.path) for h in hs]) for hs in hits]
-        r2 = [recall(r, q.gold, 2) for r, q in zip(ranked, dev.questions, strict=True)]
         r5 = [recall(r, q.gold, 5) for r, q in zip(ranked, dev.questions, strict=True)]
+    else:
+        k2, k5 = dev.ks
+        r2 = [recall(r, q.gold, k2) for r, q in zip(ranked, dev.questions, strict=True)]
+        r5 = [recall(r, q.gold, k5) for r, q in zip(ranked, dev.questions, strict=True)]
+    extra = dev.extra(ranked, dev.questions) if dev.extra else {}
     result = Result(dev.name, system, 100 * statistics.fmean(r2), 100 * statistics.fmean(r5),
-                    statistics.median(times), float(np.percentile(times, 95)))  # fmt: skip
+                    statistics.median(times), float(np.percentile(times, 95)), extra)  # fmt: skip
+    more = "".join(f" {k} {v:.1f}" for k, v in extra.items())
     print(f"[{dev.name}] {system:18s} {result.r2:5.1f} {result.r5:5.1f} "
-          f"{result.median_ms:8.1f} ms {result.p95_ms:8.1f} ms p95", flush=True)  # fmt: skip
+          f"{result.median_ms:8.1f} ms {result.p95_ms:8.1f} ms p95{more}", flush=True)  # fmt: skip
     return result
+
+
+def label(system: str) -> str:
+    return f"kg `{system}`" if system in KG_MODES else system
+
+
+def missed(dev: DevSet, runs: dict[str, tuple[list[list[Hit]], list[float]]]) -> list[str]:
+    """File-labelled sets: the questions no system has among its first 3 files, each with
+    the first 3 files of the first system."""
+    if dev.extra is None:
+        return []
+    ranked = {label(s): [distinct([h.path for h in hs]) for hs in hits]
+              for s, (hits, _) in runs.items()}  # fmt: skip
+    first = next(iter(ranked.values()), [])
+    return [f"{q.text!r} (label {', '.join(sorted(q.gold))}; {next(iter(ranked))}: {first[i][:3]})"
+            for i, q in enumerate(dev.questions)
+            if not any(q.gold & set(r[i][:3]) for r in ranked.values())]  # fmt: skip
 
 
 # -- kg ----------------------------------------------------------------------------------------
@@ -563,12 +635,21 @@ def baselines(
 # -- report ------------------------------------------------------------------------------------
 
 
-def table(results: list[Result], docs_set: bool) -> str:
-    r2, r5 = ("sec@3", "R@5 (file)") if docs_set else ("R@2", "R@5")
-    lines = [f"| system | {r2} | {r5} | median ms | p95 ms |", "|---|---|---|---|---|"]
-    lines += [f"| {r.system} | {r.r2:.1f} | {r.r5:.1f} | {r.median_ms:.1f} | {r.p95_ms:.1f} |"
-              for r in results]  # fmt: skip
+def table(results: list[Result], columns: tuple[str, str]) -> str:
+    names = [*columns, *(results[0].extra if results else {})]
+    lines = [f"| system | {' | '.join(names)} | median ms | p95 ms |",
+             "|---|" + "---|" * (len(names) + 2)]  # fmt: skip
+    for r in results:
+        cells = [r.r2, r.r5, *r.extra.values(), r.median_ms, r.p95_ms]
+        lines.append(f"| {r.system} | " + " | ".join(f"{x:.1f}" for x in cells) + " |")
     return "\n".join(lines)
+
+
+def heading(dev: DevSet) -> str:
+    """``vue-ru (32 questions: ru 16, en 10, mixed 6)``; the languages only when labelled."""
+    langs = [q.lang for q in dev.questions if q.lang]
+    counts = ", ".join(f"{lang} {langs.count(lang)}" for lang in distinct(langs))
+    return f"{dev.name} ({len(dev.questions)} questions{': ' + counts if counts else ''})"
 
 
 def mean_table(results: list[Result]) -> str:
@@ -668,10 +749,12 @@ def main() -> None:
         "musique": lambda: [musique(args.musique, args.questions)],
         "xquad": lambda: xquad(args.questions),
         "docs": lambda: [docs(args.questions)],
+        "vue-ru": lambda: [vue_ru(args.questions)],
     }
     sets = [d for name in SET_NAMES if name in chosen for d in makers[name]()]
     started = time.perf_counter()
     results: list[Result] = []
+    misses: dict[str, list[str]] = {}
     with server(args) as base:
         settings = with_overrides(base, args.search)
         recorded = inputs(sets, settings, args)
@@ -691,13 +774,15 @@ def main() -> None:
             if not args.no_baselines:
                 runs |= baselines(settings, dev.questions)
             for system, (hits, times) in runs.items():
-                label = f"kg `{system}`" if system in KG_MODES else system
-                results.append(score(dev, label, hits, times))
+                results.append(score(dev, label(system), hits, times))
+            misses[dev.name] = missed(dev, runs)
     took = time.perf_counter() - started
     for dev in sets:
-        n = len(dev.questions)
-        print(f"\n{dev.name} ({n} questions)\n\n"
-              + table([r for r in results if r.set == dev.name], dev.docs_root is not None))  # fmt: skip
+        print(f"\n{heading(dev)}\n\n"
+              + table([r for r in results if r.set == dev.name], dev.columns))  # fmt: skip
+        if misses.get(dev.name):
+            print(f"\nnot among the first 3 files of any system ({len(misses[dev.name])}):\n"
+                  + "\n".join(f"- {m}" for m in misses[dev.name]))  # fmt: skip
     print("\nmean over sets\n\n" + mean_table(results))
     print(f"\n(run: {took:.0f} s)")
     if args.json:
