@@ -31,7 +31,7 @@ import yaml
 
 from kg.limits import cut_name
 from kg.models import Chunk, Document, KnownEntity, ResolvedEntity
-from kg.names import plain_name
+from kg.names import heading_text, plain_name
 from kg.resolve.cluster import entity_id, type_key
 from kg.resolve.embed import Embedder
 from kg.words import Lexicon, form
@@ -95,7 +95,7 @@ def _strings(value: object) -> list[str]:
 
 def _headings(text: str) -> list[str]:
     """Headings of a chunk, each bounded like every name (kg/limits.py)."""
-    found = [m.group(1) for m in _HEADING.finditer(text)]
+    found = [heading_text(m.group(1)) for m in _HEADING.finditer(text)]
     lines = text.splitlines()
     for i in range(len(lines) - 1):
         line, under = lines[i].strip(), lines[i + 1].rstrip()

@@ -14,7 +14,19 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["plain_name"]
+__all__ = ["heading_text", "plain_name"]
+
+# A heading's attribute list, as VitePress, MkDocs, Pandoc and kramdown write it after the
+# title: ``## Props {#props}``, ``# Install {#install .tabbed}``: an anchor, not a word.
+_HEADING_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*[#.][^{}\n]*\}[ \t]*$")
+
+
+def heading_text(text: str) -> str:
+    """A heading's title without a trailing attribute list: ``Доступность {#accessibility}``
+    is ``Доступность``; a heading that is nothing but one keeps it (no empty title)."""
+    stripped = _HEADING_ATTRIBUTES.sub("", text)
+    return stripped if stripped.strip() else text
+
 
 # Quotes of English, Russian and typewriter text, and emphasis marks: opening -> closing.
 _PAIRS = {

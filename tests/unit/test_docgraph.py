@@ -5,6 +5,7 @@ from __future__ import annotations
 from kg.docgraph import SECTION, TOPIC, build, candidates, front_matter, title_aliases
 from kg.documents import chunk_document, document_id
 from kg.models import Chunk, Document, KnownEntity
+from kg.names import heading_text
 from kg.resolve import HashingEmbedder
 
 
@@ -88,3 +89,18 @@ def test_a_one_word_heading_is_mentioned_only_where_it_stands() -> None:
     alpha = next(e.id for e in graph.entities if e.name == "Alpha Service")
     assert {c for c, e in graph.mentions if e == usage} == {a_chunks[0].id}
     assert (b_chunks[0].id, alpha) in graph.mentions
+
+
+def test_a_heading_attribute_list_is_not_part_of_the_name() -> None:
+    # VitePress / MkDocs / Pandoc: "## Props {#props}": the anchor is no word of the heading
+    text = "# Слоты {#slots}\n\nТекст.\n\n## Fallback Content {#fallback-content .tip}\n\nЕщё.\n"
+    doc, chunks = _doc("components/slots.md", "Слоты", text)
+    names = {c.name for c in candidates(doc, chunks, {})}
+    assert "Fallback Content" in names
+    assert not any("{" in n for n in names)
+
+
+def test_a_title_read_from_a_heading_drops_its_attribute_list() -> None:
+    assert heading_text("Доступность {#accessibility}") == "Доступность"
+    assert heading_text("C++ {templates}") == "C++ {templates}"  # braces that are no attributes
+    assert heading_text("{#only}") == "{#only}"  # never an empty title
