@@ -129,7 +129,9 @@ def candidates(
     if not chunks:
         return []
     meta = front_matter(doc.text)
-    doc_title = cut_name(plain_name(doc.title))  # cut by the loaders; a library caller's too
+    doc_title = cut_name(
+        plain_name(heading_text(doc.title))
+    )  # cut by the loaders; a library caller's too
     title = Candidate(
         doc_title,
         TOPIC,
@@ -146,7 +148,7 @@ def candidates(
         for match in _MD_LINK.finditer(chunk.text):
             target = _link_target(doc.path, match.group(2), titles)
             if target:
-                target = cut_name(plain_name(target))
+                target = cut_name(plain_name(heading_text(target)))
                 found.append(Candidate(target, TOPIC, title_aliases(target), {chunk.id}))
         for match in _WIKI_LINK.finditer(chunk.text):
             name = cut_name(plain_name(match.group(1)))

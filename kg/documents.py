@@ -23,7 +23,6 @@ from pathlib import Path
 
 from kg.limits import cut_key, cut_name, is_valid_unicode, printable_path
 from kg.models import Chunk, Document, SkippedFile
-from kg.names import heading_text
 
 __all__ = [
     "LoadResult",
@@ -360,7 +359,7 @@ _RST_UNDERLINE = re.compile(r"""^([=\-~^"'`#*+:.<>_])\1{2,}\s*$""")
 
 def _markdown_title(text: str) -> str | None:
     match = _MD_HEADING.search(text)
-    return heading_text(match.group(2)).strip() if match else None
+    return match.group(2).strip() if match else None
 
 
 def _rst_heading_lines(lines: Sequence[str]) -> Iterator[int]:
