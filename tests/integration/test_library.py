@@ -106,13 +106,14 @@ def test_overrides_build_settings_per_section(settings: Settings) -> None:
 def test_llm_adjudication_setting_is_wired_into_ingest(
     clean_graph: Driver, settings: Settings, tmp_path: Path
 ) -> None:
-    # "Moscow" / "Москва" score inside the uncertain band: only the LLM can join them.
+    # "Warsaw" / "Варшава" score inside the uncertain band (0.857): only the LLM can join them.
+    # (Moscow / Москва no longer do: the lexicon translates «Москва».)
     lines = [
-        {"id": "a", "title": "A", "text": "The office is in Moscow.",
-         "triplets": [{"subject": "Office", "predicate": "located in", "object": "Moscow",
+        {"id": "a", "title": "A", "text": "The office is in Warsaw.",
+         "triplets": [{"subject": "Office", "predicate": "located in", "object": "Warsaw",
                        "object_type": "Location"}]},
-        {"id": "b", "title": "B", "text": "Склад находится в Москва.",
-         "triplets": [{"subject": "Склад", "predicate": "located in", "object": "Москва",
+        {"id": "b", "title": "B", "text": "Склад находится в Варшава.",
+         "triplets": [{"subject": "Склад", "predicate": "located in", "object": "Варшава",
                        "object_type": "Location"}]},
     ]  # fmt: skip
     path = tmp_path / "cities.jsonl"
@@ -127,7 +128,7 @@ def test_llm_adjudication_setting_is_wired_into_ingest(
         calls = llm.calls
     assert calls >= 1
     cities = clean_graph.execute_query(
-        "MATCH (e:Entity) WHERE e.name IN ['Moscow', 'Москва'] OR 'Москва' IN e.aliases "
+        "MATCH (e:Entity) WHERE e.name IN ['Warsaw', 'Варшава'] OR 'Варшава' IN e.aliases "
         "RETURN count(e) AS n"
     ).records[0]["n"]
     assert cities == 1
