@@ -4,6 +4,7 @@
     .venv/bin/python bench/resolve_multilingual.py --errors        # and what is split / merged
     .venv/bin/python bench/resolve_multilingual.py --end-to-end    # through `kg ingest --triplets`
     .venv/bin/python bench/resolve_multilingual.py --steps         # each rule added in turn
+    .venv/bin/python bench/resolve_multilingual.py --adjudication  # the LLM's uncertain band
 
 Data: ``../shared/data/aliases-ru-dev/gold.jsonl`` (CC0; 47 clusters, 190 mentions; its README
 says how to score it), or ``--data FILE`` for another set in the same format. Each line is one
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -148,6 +150,53 @@ def steps(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def adjudication(rows: list[Row]) -> str:
+    """With ``resolve.llm_adjudication`` on, how many pairs the LLM is asked, and what a
+    perfect and a refusing LLM would make of them.
+
+    No LLM is reachable here: the answers come from the scripted OpenAI-compatible server on
+    loopback (tests/fakellm.py), through the real instructor client. "gold" answers *same*
+    exactly when the two names are of one gold cluster (an upper bound on what an LLM adds);
+    "no" always refuses (the rules' own figure, with the calls it costs).
+    """
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from kg.resolve import LLMAdjudicator
+    from tests.fakellm import Reply, ScriptedLLM
+
+    cluster_of = {(r.name, r.type): r.cluster for r in rows}
+    name_line = re.compile(r"^name: (.*)$", re.MULTILINE)
+    type_line = re.compile(r"^type: (.*)$", re.MULTILINE)
+
+    def gold(request: dict[str, object]) -> Reply:
+        messages = request["messages"]
+        assert isinstance(messages, list)
+        prompt = str(messages[-1]["content"])
+        names, types = name_line.findall(prompt), type_line.findall(prompt)
+        same = len({cluster_of.get((n, t)) for n, t in zip(names, types, strict=False)}) == 1
+        return Reply(payload={"same": same, "reason": "gold"})
+
+    lines = ["| LLM answers | calls | calls per 20 mentions | P | R | F1 | cross-language R |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for label, responder in (
+        ("gold (upper bound)", gold),
+        ("no (the rules alone)", lambda _r: Reply(payload={"same": False, "reason": "no"})),
+    ):
+        with ScriptedLLM() as llm:
+            llm.responder = responder
+            settings = ResolveSettings(llm_adjudication=True)
+            judge = LLMAdjudicator(base_url=llm.base_url, api_key="x", model="scripted")
+            resolver = Resolver(settings, make_embedder(settings), judge)
+            mentions = [Mention(r.name, r.type, description=r.context) for r in rows]
+            predicted = resolver.resolve(mentions).entity_ids
+            calls = llm.calls
+        q = quality(predicted, [r.cluster for r in rows])
+        lines.append(
+            f"| {label} | {calls} | {20 * calls / len(rows):.2f} | {q.precision:.3f} | "
+            f"{q.recall:.3f} | {q.f1:.3f} | {cross_language_recall(rows, predicted):.3f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -155,10 +204,14 @@ def main() -> None:
     parser.add_argument("--end-to-end", action="store_true")
     parser.add_argument("--uri", help="an existing Neo4j (its database is wiped)")
     parser.add_argument("--steps", action="store_true", help="each rule added in turn")
+    parser.add_argument("--adjudication", action="store_true", help="the LLM's uncertain band")
     args = parser.parse_args()
     rows = load(args.data)
     if args.steps:
         print(steps(rows))
+        return
+    if args.adjudication:
+        print(adjudication(rows))
         return
     if args.end_to_end:
         from resolve_end_to_end import resolve_through_ingest

@@ -38,6 +38,7 @@ COMPACT_MATCH = 90.0  # whole-name ratio that excuses a different word split plu
 COMPACT_MIN_LEN = 8
 SKELETON_MIN_LEN = 3  # "pl" (Apple/Эппл) or "jr" (Jira/Джира) is too little to go on
 SKELETON_MIN_SPELLING = 60.0  # and the spelling keys must still look alike (Раст/Rust: 75)
+PERSON_APART = 0.5  # two people's names: below the uncertain band, never adjudicated
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +193,9 @@ def score_pair(
     if person and readings(a.text) and readings(b.text):
         if same_person(a.text, b.text):
             return Score(0.92, "person-name")
-        return Score(merge_threshold - 0.01, "person-name", guarded=False)
+        # the rule decides alone: another surname (or gender, or initials) is another person,
+        # not a pair to ask an LLM about
+        return Score(PERSON_APART, "person-name", guarded=False)
     same_digits = a.digits == b.digits
     conflict = codes_conflict(a, b)
     if same_digits and not conflict and vendors_compatible(a, b):
