@@ -91,6 +91,18 @@ def log_probability(word: str, index: dict[str, int], scores: npt.NDArray[np.flo
     return best[-1]
 
 
+def russian_lemmas(index: dict[str, int], scores: npt.NDArray[np.float32], count: int) -> set[str]:
+    """The ``count`` most probable lemmas of pymorphy3's dictionary (by the tokenizer's unigram
+    model): the inflected forms a text uses are then found through their lemma."""
+    import pymorphy3
+
+    words = pymorphy3.MorphAnalyzer().dictionary.words
+    lemmas = {w.replace("ё", "е") for w, (_, form) in words.iteritems() if form == 0}
+    lemmas = {w for w in lemmas if _CYRILLIC.fullmatch(w)}
+    ranked = sorted(lemmas, key=lambda w: -log_probability(w, index, scores))
+    return set(ranked[:count])
+
+
 def vocabulary(pieces: list[str]) -> list[str]:
     words: set[str] = set()
     for piece in pieces:
@@ -120,7 +132,7 @@ def embed(words: list[str]) -> npt.NDArray[np.float32]:
 
 
 _WORD = re.compile(r"[^\W\d_]+")
-_CYRILLIC = re.compile(r"[а-я]")
+_HAS_CYRILLIC = re.compile(r"[а-я]")
 _CACHE_WORDS = 1 << 20
 
 
@@ -172,7 +184,7 @@ class StaticEmbedder:
         if row is not None:
             return row
         row = table.rows.get(word, -1)
-        if row < 0 and _CYRILLIC.search(word):
+        if row < 0 and _HAS_CYRILLIC.search(word):
             row = table.rows.get(Morphology.lemma(word), -1)
         elif row < 0 and len(word) > 3 and word.endswith("s"):
             row = table.rows.get(word[:-1], -1)  # an English plural
@@ -202,11 +214,17 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--limit", type=int, help="the first N words only (a quick look)")
+    parser.add_argument(
+        "--russian-lemmas", type=int, default=0, help="add the N most probable dictionary lemmas"
+    )
     args = parser.parse_args()
     pieces, scores = tokenizer()
-    words = vocabulary(pieces)[: args.limit]
-    print(f"{len(words):,} words")
     index = {p: i for i, p in enumerate(pieces) if i > 3}
+    words = vocabulary(pieces)
+    if args.russian_lemmas:
+        words = sorted(set(words) | russian_lemmas(index, scores, args.russian_lemmas))
+    words = words[: args.limit]
+    print(f"{len(words):,} words")
     probability = np.exp([log_probability(w, index, scores) for w in words])
     weights = (SIF_A / (SIF_A + probability)).astype(np.float32)
     table = embed(words)
