@@ -34,6 +34,7 @@ _RU_STOPWORDS = frozenset(
 )
 _PARTS = re.compile(r"[^\W_]+")
 _MAX_PHRASE = 3
+QUALIFIED = "@country"  # in the key of a one-word concept whose name named its country
 
 
 @dataclass(frozen=True)
@@ -98,18 +99,23 @@ class ConceptKeys:
         words.extend(self._plain(text[last:], depth=0))
         out: set[str] = set()
         table = self.table
+        qualified = False
         for word in words:
             word = ENGLISH_SYNONYMS.get(word, word)
-            if (
-                not word
-                or word in table.stopwords
-                or word in table.generic
-                or word in COUNTRY_QUALIFIERS
-            ):
+            if word in COUNTRY_QUALIFIERS:
+                qualified = True
+                continue
+            if not word or word in table.stopwords or word in table.generic:
                 continue
             out.add(self.spell(word))
+        if qualified and not out:
+            return (QUALIFIED,)  # the country itself: «Россия», «РФ», "Russian Federation"
         if not any(not w.isdigit() for w in out):
             return ()
+        if qualified and len(out) == 1:
+            # «Банк России» is {bank} once its country is dropped; the mark keeps it from
+            # meeting a bare «Банк» (any bank), while «Bank of Russia» carries it too
+            out.add(QUALIFIED)
         return tuple(sorted(out))
 
     def _plain(self, text: str, depth: int) -> list[str]:
