@@ -144,7 +144,13 @@ DEFAULT_TRANSLATIONS: Mapping[str, str] = {
     "стратегия": "strategy", "план": "plan", "программа": "program", "концепция": "concept",
     "методика": "methodology", "порядок": "procedure", "процедура": "procedure",
     "лицензия": "license", "патент": "patent", "сертификация": "certification",
-    "персональные данные": "personal data", "информационные технологии": "information technology",
+    "персональные данные": "personal data", "добавленная стоимость": "value added",
+    "доход": "income", "физическое лицо": "individual", "юридическое лицо": "legal entity",
+    "медицинский": "medical", "обязательный": "mandatory", "добровольный": "voluntary",
+    "международный стандарт": "international standard",
+    "научно-исследовательский": "research", "исследовательский": "research",
+    "дорожное движение": "road traffic", "инспекция": "inspectorate",
+    "информационные технологии": "information technology",
     # places
     "россия": "russia", "российский": "russian", "российская федерация": "russian federation",
     "рф": "russian federation", "москва": "moscow", "московский": "moscow",
@@ -202,6 +208,16 @@ KNOWN_NAMES: Mapping[str, str] = {
     "ИБ": "информационная безопасность", "БД": "база данных", "ИТ": "информационные технологии",
     "ПО": "программное обеспечение", "ИС": "информационная система",
     "ЛК": "личный кабинет", "АБ": "банк",
+    "НДС": "налог на добавленную стоимость", "VAT": "value added tax",
+    "НДФЛ": "налог на доходы физических лиц", "ПФР": "Пенсионный фонд",
+    "СФР": "Социальный фонд", "ФСС": "Фонд социального страхования",
+    "ОМС": "обязательное медицинское страхование", "ДМС": "добровольное медицинское страхование",
+    "МСФО": "международные стандарты финансовой отчётности",
+    "IFRS": "international financial reporting standards",
+    "ЕГРЮЛ": "Единый государственный реестр юридических лиц",
+    "ГИБДД": "Государственная инспекция безопасности дорожного движения",
+    "НИИ": "научно-исследовательский институт", "МГУ": "Московский государственный университет",
+    "СПбГУ": "Санкт-Петербургский государственный университет",
 }
 # fmt: on
 
@@ -210,7 +226,8 @@ ENGLISH_SYNONYMS: Mapping[str, str] = {
     "labor": "labour", "railroad": "railway", "railways": "railway", "authn": "authentication",
     "defense": "defence", "center": "centre", "catalogue": "catalog", "personnel": "hr",
     "wage": "salary", "payroll": "salary", "regulations": "regulation", "rules": "rule",
-    "st": "saint", "laboratory": "lab", "pay": "remuneration", "compensation": "remuneration",
+    "st": "saint", "laboratory": "lab", "financial": "finance", "pay": "remuneration",
+    "compensation": "remuneration",
     "oblast": "oblast", "region": "oblast", "province": "oblast", "firm": "", "city": "",
     "town": "", "company": "", "department": "", "division": "", "no": "", "nr": "", "number": "",
 }  # fmt: skip
