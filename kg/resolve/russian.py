@@ -122,12 +122,7 @@ class Morphology:
         """``text`` with its head noun phrase in the nominative singular (module docstring)."""
         if not has_cyrillic(text):
             return text
-        quoted = [m.span() for m in _QUOTED.finditer(text)]
-        words = [
-            m
-            for m in _CYRILLIC_WORD.finditer(text)
-            if not any(start <= m.start() < end for start, end in quoted)
-        ]
+        words = Morphology._unquoted_words(text)
         if len(words) == 1 and not Morphology.known(words[0].group().casefold()):
             # one unknown word (a brand: «Кликхаусе»): the resolver's ending rule covers it
             return text
@@ -179,15 +174,20 @@ class Morphology:
         a form a reader would write as the name, not one a sentence inflected."""
         if Morphology.nominative(text) == text:
             return True
+        words = Morphology._unquoted_words(text)
+        parsed = [Morphology._parses(m.group().casefold()) for m in words]
+        head = Morphology._head(words, parsed)
+        return head is not None and head[1].tag.case == "nomn"
+
+    @staticmethod
+    def _unquoted_words(text: str) -> list[re.Match[str]]:
+        """The Cyrillic words of ``text`` outside quotes (a quoted name is never inflected)."""
         quoted = [m.span() for m in _QUOTED.finditer(text)]
-        words = [
+        return [
             m
             for m in _CYRILLIC_WORD.finditer(text)
             if not any(start <= m.start() < end for start, end in quoted)
         ]
-        parsed = [Morphology._parses(m.group().casefold()) for m in words]
-        head = Morphology._head(words, parsed)
-        return head is not None and head[1].tag.case == "nomn"
 
     @staticmethod
     def _name_cases(parsed: list[tuple[Any, ...]], position: int) -> frozenset[str]:
