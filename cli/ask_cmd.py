@@ -6,21 +6,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
 from cli.output import inert, labelled, run_and_print, validated
-from kg import (
-    AnswerMode,
-    AnswerRequest,
-    AnswerResponse,
-    AsyncKnowledgeGraph,
-    QueryRejected,
-    Settings,
-)
+from kg import AnswerMode
+
+if TYPE_CHECKING:  # the rest loads when the command runs: `kg ask --help` stays fast
+    from kg import AnswerResponse, QueryRejected, Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -64,6 +60,8 @@ def ask(
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
+    from kg import Settings
+
     raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit,
            "namespaces": namespace}  # fmt: skip
     return run_and_print(
@@ -75,6 +73,8 @@ def ask(
 
 
 async def _ask(settings: Settings, raw: dict[str, object]) -> AnswerResponse:
+    from kg import AnswerRequest, AsyncKnowledgeGraph
+
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
         return await graph.answer_request(validated(AnswerRequest, raw, "ask"))

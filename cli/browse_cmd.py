@@ -19,9 +19,6 @@ from urllib.parse import urlencode
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg import local_server
-from kg.settings import Settings
-
 
 def browser_launch_url(browser_url: str, bolt_uri: str, guide_url: str) -> str:
     """Browser's URL with the connection filled in and ``:play <guide>`` in the editor.
@@ -59,6 +56,9 @@ def browse(
 
     Exit code 3 when the local Neo4j is not running.
     """
+    from kg import local_server
+    from kg.settings import Settings
+
     console = Console(highlight=False, soft_wrap=True)
     settings = Settings()
     server = local_server(settings)

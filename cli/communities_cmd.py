@@ -7,9 +7,6 @@ from typing import Annotated
 from cyclopts import App, Parameter
 from rich.console import Console
 
-from cli.output import inert
-from kg import KnowledgeGraph
-
 app = App(name="communities", help="Communities of entities and their reports.")
 
 
@@ -26,6 +23,9 @@ def build(
     Reports are extractive unless KG_COMMUNITIES__REPORTS=llm; LLM reports are cached, so a
     rebuild of an unchanged graph makes no LLM call. Exit code 0 when done.
     """
+    from cli.output import inert
+    from kg import KnowledgeGraph
+
     console = Console(stderr=json)
     with KnowledgeGraph() as graph:
         summary = graph.build_communities(dry_run=dry_run)

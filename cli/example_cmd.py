@@ -10,25 +10,16 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
-from cli.ingest_cmd import summary_table
-from cli.local_search import print_local, run_local
 from cli.output import inert
-from cli.progress import RichProgress
-from kg import (
-    AsyncKnowledgeGraph,
-    ConfigError,
-    KGError,
-    KnowledgeGraph,
-    SearchRequest,
-    Settings,
-    local_server,
-)
+
+if TYPE_CHECKING:  # the rest loads when the command runs: `kg example --help` stays fast
+    from kg import Settings
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 QUESTION = "What does Checkout Web depend on, and who owns AuthService?"
@@ -40,6 +31,11 @@ def example(
     ),
 ) -> int:
     """Build the example graph and search it: the quickest way to see kg work."""
+    from cli.ingest_cmd import summary_table
+    from cli.local_search import print_local, run_local
+    from cli.progress import RichProgress
+    from kg import ConfigError, KnowledgeGraph, SearchRequest, Settings, local_server
+
     console = Console()
     settings = Settings()
     folder, triplets = EXAMPLES / "platform-docs", EXAMPLES / "platform-docs.triplets.jsonl"
@@ -88,6 +84,8 @@ def example(
 async def _warm(settings: Settings) -> str | None:
     """Best effort (the example is done; a failure only costs the next search time): the
     error's text, or None."""
+    from kg import AsyncKnowledgeGraph, KGError
+
     try:
         async with AsyncKnowledgeGraph(settings) as graph:
             await graph.startup()

@@ -8,9 +8,6 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from cli.output import inert
-from kg import KnowledgeGraph
-
 
 def forget(
     *,
@@ -31,6 +28,9 @@ def forget(
     json
         Print the report as one JSON object.
     """
+    from cli.output import inert
+    from kg import KnowledgeGraph
+
     console = Console(stderr=json)
     with KnowledgeGraph() as graph:
         report = graph.forget(namespace)

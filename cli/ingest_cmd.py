@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from json import dumps
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from cyclopts import Parameter
 from rich.console import Console
@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from cli.output import inert, labelled
-from cli.progress import RichProgress
-from kg import IngestOptions, IngestSummary, KnowledgeGraph, Settings
 from kg.errors import ConfigError
+
+if TYPE_CHECKING:  # the rest loads when the command runs: `kg ingest --help` stays fast
+    from kg import IngestSummary, Settings
 
 
 def ingest(
@@ -145,6 +146,9 @@ def ingest(
     Exit codes: 0 done; 1 error; 2 done, but some chunks failed or the budget stopped the run
     (what was done is kept; rerun to retry the rest).
     """
+    from cli.progress import RichProgress
+    from kg import IngestOptions, KnowledgeGraph, Settings
+
     settings = Settings()
     if max_calls is not None:
         settings.extract.max_calls = max_calls
@@ -202,6 +206,7 @@ def _bulk(
     json: bool,
 ) -> int:
     """``--bulk``: the pipeline, then neo4j-admin's import (kg.bulk)."""
+    from cli.progress import RichProgress
     from kg import bulk_ingest
 
     if triplets is None:

@@ -8,8 +8,6 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg.settings import Settings
-
 err_console = Console(stderr=True)  # stdout is the MCP channel in stdio mode
 
 
@@ -34,6 +32,7 @@ def mcp(
     port
         Port for --http.
     """
+    from kg.settings import Settings
     from kg_mcp.serve import MCP_PATH, serve_http, serve_stdio
 
     settings = Settings()

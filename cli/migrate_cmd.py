@@ -8,9 +8,6 @@ from typing import Annotated
 from cyclopts import Parameter
 from rich.console import Console
 
-from cli.output import inert
-from kg import MODEL_VERSION, KnowledgeGraph
-
 
 def migrate(
     *,
@@ -22,6 +19,9 @@ def migrate(
     Documents are marked for rewriting: run the same `kg ingest` commands afterwards and each
     document is written again in the new form. Exit code 0 when the graph is current.
     """
+    from cli.output import inert
+    from kg import MODEL_VERSION, KnowledgeGraph
+
     console = Console(stderr=json)
     with KnowledgeGraph() as graph:
         if check:

@@ -6,11 +6,6 @@ import json as jsonlib
 from typing import Annotated
 
 from cyclopts import Parameter
-from rich.console import Console
-from rich.table import Table
-
-from cli.output import inert
-from kg import KnowledgeGraph
 
 
 def namespaces(
@@ -30,6 +25,12 @@ def namespaces(
     json
         Print the list as JSON (GET /namespaces's body).
     """
+    from rich.console import Console
+    from rich.table import Table
+
+    from cli.output import inert
+    from kg import KnowledgeGraph
+
     with KnowledgeGraph() as graph:
         graph.check_model()
         found = graph.namespaces()

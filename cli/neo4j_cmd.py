@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cyclopts import App
 from rich.console import Console
 
 from cli.output import inert
-from kg import local_server
-from kg.settings import Settings
+
+if TYPE_CHECKING:
+    from kg import LocalNeo4j
 
 app = App(
     name="neo4j",
@@ -16,10 +19,18 @@ app = App(
 console = Console()
 
 
+def _server() -> LocalNeo4j:
+    """The local server of the settings (imported here: `kg neo4j --help` needs neither)."""
+    from kg import local_server
+    from kg.settings import Settings
+
+    return local_server(Settings())
+
+
 @app.command
 def start() -> int:
     """Start Neo4j (fetches its jars once), wait until Bolt and HTTP answer."""
-    server = local_server(Settings())
+    server = _server()
     server.ensure_jars()  # the first run fetches ~150 MB of jars, with a progress bar
     with console.status("starting Neo4j..."):
         status = server.start()
@@ -31,7 +42,7 @@ def start() -> int:
 @app.command
 def stop() -> int:
     """Stop the local server cleanly."""
-    server = local_server(Settings())
+    server = _server()
     console.print("Neo4j stopped" if server.stop() else "Neo4j was not running")
     return 0
 
@@ -39,7 +50,7 @@ def stop() -> int:
 @app.command
 def status() -> int:
     """Say whether the local server runs and answers. Exit code 3 when stopped."""
-    state = local_server(Settings()).status()
+    state = _server().status()
     console.print(f"Neo4j {state.describe()}")
     return 0 if state.running else 3
 
@@ -53,5 +64,5 @@ def logs(lines: int = 40) -> int:
     lines
         How many of the last lines to print.
     """
-    console.print(inert(local_server(Settings()).log_tail(lines), lines=True))
+    console.print(inert(_server().log_tail(lines), lines=True))
     return 0

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
 from rich.console import Console
 from rich.text import Text
 
 from cli.output import inert, labelled, run_and_print
-from kg import AsyncKnowledgeGraph, QueryRejected, QueryResponse, Settings
+
+if TYPE_CHECKING:  # the rest loads when the command runs: `kg query --help` stays fast
+    from kg import QueryRejected, QueryResponse, Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -48,6 +50,8 @@ def query(
     json_output
         Print the response as JSON (the REST endpoint's body).
     """
+    from kg import Settings
+
     return run_and_print(
         lambda: asyncio.run(_query(Settings(), question, namespace)),
         json_output=json_output,
@@ -64,6 +68,8 @@ def _rejected(exc: QueryRejected) -> int:
 
 
 async def _query(settings: Settings, question: str, namespaces: list[str] | None) -> QueryResponse:
+    from kg import AsyncKnowledgeGraph
+
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
         return await graph.query(question, namespaces=namespaces)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from cyclopts import App
 from rich.console import Console
 
-from kg import KnowledgeGraph, Settings, schema_statements
-
 app = App(name="schema", help="Constraints and indexes.")
 console = Console()
 
@@ -14,6 +12,8 @@ console = Console()
 @app.command
 def apply() -> int:
     """Create missing constraints and indexes; report what was created."""
+    from kg import KnowledgeGraph
+
     with KnowledgeGraph() as graph:
         report = graph.apply_schema()
     if report.created:
@@ -26,6 +26,8 @@ def apply() -> int:
 @app.command
 def show() -> int:
     """Print the statements that ``apply`` runs."""
+    from kg import Settings, schema_statements
+
     for statement in schema_statements(Settings()):
         console.print(statement + ";", highlight=False, markup=False)
     return 0

@@ -12,7 +12,6 @@ from typing import Annotated
 
 from cyclopts import Parameter
 
-from cli.routed_cmd import routed
 from kg import Mode
 
 
@@ -58,4 +57,6 @@ def search(
         Print the response as JSON: POST /search's body for every mode (mode, reason, and
         `local`, POST /search/local's body, or `global_search`).
     """
+    from cli.routed_cmd import routed  # the search itself: `kg search --help` needs none of it
+
     return routed(query, mode, depth, limit, as_of, relation_type, json_output, namespace)

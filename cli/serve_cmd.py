@@ -8,14 +8,13 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
-import uvicorn
 from cyclopts import Parameter
 from rich.console import Console
 
-from kg.settings import Settings
-
 if TYPE_CHECKING:
     from litestar import Litestar
+
+    from kg.settings import Settings
 
 console = Console()
 
@@ -30,6 +29,7 @@ def worker_app() -> Litestar:
     from api.app import create_app
     from api.serving import configure_protocol, worker_share
     from cli.output import setup_logging
+    from kg.settings import Settings
 
     settings = Settings()
     share = worker_share(settings, settings.api.workers)
@@ -65,6 +65,7 @@ def serve(
     from api.auth import auth_required
     from api.serving import raise_open_files_limit, worker_share
     from cli.output import setup_logging
+    from kg.settings import Settings
 
     settings = Settings()
     updates: dict[str, object] = {}
@@ -121,6 +122,8 @@ def _serving(settings: Settings) -> Iterator[None]:
 
 def _run(app: Litestar, settings: Settings) -> int:
     """uvicorn in this process, or ``--workers`` spawned processes sharing the port."""
+    import uvicorn
+
     from api.serving import configure_protocol, uvicorn_options
 
     options = uvicorn_options(

@@ -20,7 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kg.answer.cited import AnswerMode, AnswerRequest, AnswerResponse
+    from kg.answer.cited import AnswerRequest, AnswerResponse
     from kg.answer.nlquery import QueryRequest, QueryResponse
     from kg.bulk import BulkSummary, bulk_ingest
     from kg.client import (
@@ -29,11 +29,11 @@ if TYPE_CHECKING:
         IngestOptions,
         KnowledgeGraph,
         ServiceFactory,
-        current_client,
         schema_statements,
         search_service,
     )
     from kg.communities.build import CommunityBuildSummary
+    from kg.cypher.admission import current_client
     from kg.errors import (
         ConfigError,
         ExtractionError,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from kg.ingest import IngestSummary, Progress
     from kg.instants import AsOf
     from kg.localserver import LocalNeo4j, ServerStatus, local_server
+    from kg.modes import AnswerMode, Mode
     from kg.resolve.vectors import Embedder
     from kg.scope import bound_namespaces
     from kg.search.global_models import (
@@ -66,7 +67,6 @@ if TYPE_CHECKING:
         MAX_QUERY_CHARS,
         MIN_DEPTH,
         EntityDetail,
-        Mode,
         NamespaceInfo,
         Neighborhood,
         SearchBackend,
@@ -87,7 +87,8 @@ def _homes(module: str, names: str) -> dict[str, str]:
 # graspologic load only when a call needs them).
 _HOME = {
     **_homes("kg.client", "AsyncKnowledgeGraph IngestOptions KnowledgeGraph MODEL_VERSION "
-             "ServiceFactory current_client schema_statements search_service"),
+             "ServiceFactory schema_statements search_service"),
+    **_homes("kg.cypher.admission", "current_client"),
     **_homes("kg.localserver", "LocalNeo4j ServerStatus local_server"),
     **_homes("kg.ingest", "IngestSummary Progress"),
     **_homes("kg.bulk", "BulkSummary bulk_ingest"),
@@ -98,15 +99,16 @@ _HOME = {
     **_homes("kg.communities.build", "CommunityBuildSummary"),
     **_homes("kg.resolve.vectors", "Embedder"),
     **_homes("kg.instants", "AsOf"),
+    **_homes("kg.modes", "AnswerMode Mode"),
     **_homes("kg.settings", "Settings"),
     **_homes("kg.errors", "ConfigError ExtractionError GraphModelError KGError NotFoundError "
              "QueryRejected QueryTimeout ScopeDenied StoreError StoreUnavailable"),
     **_homes("kg.search.models", "EntityDetail MAX_DEPTH MAX_LIMIT MAX_QUERY_CHARS MIN_DEPTH "
-             "Mode NamespaceInfo Neighborhood SearchBackend SearchRequest SearchResponse "
+             "NamespaceInfo Neighborhood SearchBackend SearchRequest SearchResponse "
              "TemplateInfo TemplateResult"),
     **_homes("kg.search.global_models", "GlobalSearchRequest GlobalSearchResponse "
              "RoutedRequest RoutedResponse"),
-    **_homes("kg.answer.cited", "AnswerMode AnswerRequest AnswerResponse"),
+    **_homes("kg.answer.cited", "AnswerRequest AnswerResponse"),
     **_homes("kg.answer.nlquery", "QueryRequest QueryResponse"),
 }  # fmt: skip
 

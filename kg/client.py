@@ -37,56 +37,50 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from neo4j import AsyncDriver, Driver
-from neo4j.api import BookmarkManager
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
 from kg import scope
-from kg.answer.cited import AnswerRequest, AnswerResponse
-from kg.answer.cited import answer as run_answer
-from kg.answer.nlquery import QueryRequest, QueryResponse
-from kg.answer.nlquery import query as run_query
-from kg.communities.build import CommunityBuildSummary, build_communities
-from kg.cypher.admission import current_client
-from kg.cypher.guard import first_query_grace
 from kg.errors import ConfigError, KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, ensure_current, read_embedders, read_model
-from kg.graph.migrate import MigrationReport, already_current
-from kg.graph.migrate import migrate as run_migrate
-from kg.graph.namespaces import ForgetReport
-from kg.graph.namespaces import forget as run_forget
-from kg.graph.schema import SchemaReport, drop_resized_vector_indexes, read_statements
-from kg.graph.schema import apply_schema as run_apply_schema
-from kg.ingest import IngestSummary, Progress, finish_ingest, make_writer
-from kg.ingest import ingest as run_ingest
-from kg.ingest_workers import ingest_parallel
-from kg.resolve import Embedder, make_embedder
-from kg.resolve.embed import embedder_identity, make_chunk_embedder
-from kg.search.global_models import (
-    GlobalSearchRequest,
-    GlobalSearchResponse,
-    RoutedRequest,
-    RoutedResponse,
-)
-from kg.search.models import (
-    EntityDetail,
-    NamespaceInfo,
-    Neighborhood,
-    SearchBackend,
-    SearchRequest,
-    SearchResponse,
-    TemplateInfo,
-    TemplateResult,
-)
-from kg.search.routed import routed_search as run_routed_search
-from kg.search.service import SearchService
-from kg.search.signals.communities import CommunityReports
 from kg.settings import Settings
 from kg.shards import MAX_WORKERS, parse_shard
+
+# The use cases load when a call needs them, so a command imports only its own: `kg namespaces`
+# never loads ingest, answers or communities (docs/architecture.md, "A CLI at the speed of its
+# work"). Their types are for annotations only.
+if TYPE_CHECKING:
+    from neo4j.api import BookmarkManager
+
+    from kg.answer.cited import AnswerRequest, AnswerResponse
+    from kg.answer.nlquery import QueryRequest, QueryResponse
+    from kg.communities.build import CommunityBuildSummary
+    from kg.graph.migrate import MigrationReport
+    from kg.graph.namespaces import ForgetReport
+    from kg.graph.schema import SchemaReport
+    from kg.ingest import IngestSummary, Progress
+    from kg.resolve.vectors import Embedder
+    from kg.search.global_models import (
+        GlobalSearchRequest,
+        GlobalSearchResponse,
+        RoutedRequest,
+        RoutedResponse,
+    )
+    from kg.search.models import (
+        EntityDetail,
+        NamespaceInfo,
+        Neighborhood,
+        SearchBackend,
+        SearchRequest,
+        SearchResponse,
+        TemplateInfo,
+        TemplateResult,
+    )
+    from kg.search.service import SearchService
 
 __all__ = [
     "MODEL_VERSION",
@@ -94,7 +88,6 @@ __all__ = [
     "IngestOptions",
     "KnowledgeGraph",
     "ServiceFactory",
-    "current_client",
     "schema_statements",
     "search_service",
 ]
@@ -102,7 +95,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: Builds the search use case on the surface's read driver; the default is :func:`search_service`.
-ServiceFactory = Callable[[AsyncDriver, Settings], SearchBackend]
+ServiceFactory = Callable[[AsyncDriver, Settings], "SearchBackend"]
 
 
 def _settings(settings: Settings | None, overrides: dict[str, Any]) -> Settings:
@@ -167,6 +160,8 @@ class _GraphConfig:
     @property
     def embedder(self) -> Embedder:
         """The embedder for chunks, entities and questions (built once, on first use)."""
+        from kg.resolve import make_embedder
+
         if self._embedder is None:
             self._embedder = make_embedder(self.settings.resolve)
         return self._embedder
@@ -174,6 +169,8 @@ class _GraphConfig:
     @property
     def chunk_embedder(self) -> Embedder:
         """The embedder for chunk texts and the questions searched against them."""
+        from kg.resolve.embed import make_chunk_embedder
+
         if self._chunk_embedder is None:
             self._chunk_embedder = make_chunk_embedder(self.settings.chunks)
         return self._chunk_embedder
@@ -188,6 +185,8 @@ class _GraphConfig:
         self, driver: Driver, path: Path | str, options: IngestOptions, progress: Progress | None
     ) -> IngestSummary:
         options.check()
+        from kg.ingest import ingest as run_ingest
+
         self._schema(driver)
         try:
             if options.finish or (options.workers > 1 and not options.dry_run):
@@ -221,6 +220,9 @@ class _GraphConfig:
         self, driver: Driver, path: Path, options: IngestOptions, progress: Progress | None
     ) -> IngestSummary:
         """``--finish`` (only the finish pass) or ``--workers N`` (kg/ingest_workers.py)."""
+        from kg.ingest import finish_ingest
+        from kg.ingest_workers import ingest_parallel
+
         embedder, chunk_embedder = self.embedder, self.chunk_embedder
         if options.finish:
             return finish_ingest(
@@ -256,6 +258,8 @@ class _GraphConfig:
         )
 
     def _schema(self, driver: Driver) -> SchemaReport:
+        from kg.graph.schema import apply_schema as run_apply_schema
+
         try:
             return run_apply_schema(
                 driver,
@@ -268,6 +272,12 @@ class _GraphConfig:
             raise translate(exc, "applying the schema") from exc
 
     def _migrate(self, driver: Driver, *, check: bool) -> MigrationReport:
+        from kg.graph.migrate import MigrationReport, already_current
+        from kg.graph.migrate import migrate as run_migrate
+        from kg.graph.schema import drop_resized_vector_indexes
+        from kg.ingest import make_writer
+        from kg.resolve.embed import embedder_identity
+
         try:
             if check:
                 return MigrationReport(from_version=read_model(driver, self.database).effective)
@@ -305,6 +315,9 @@ class _GraphConfig:
             raise translate(exc, "migrate") from exc
 
     def _forget(self, driver: Driver, namespace: str) -> ForgetReport:
+        from kg.graph.namespaces import forget as run_forget
+        from kg.ingest import make_writer
+
         try:
             ensure_current(driver, self.database, write=False)
             return run_forget(
@@ -317,6 +330,8 @@ class _GraphConfig:
             raise translate(exc, "forget") from exc
 
     def _communities(self, driver: Driver, *, dry_run: bool) -> CommunityBuildSummary:
+        from kg.communities.build import build_communities
+
         self._schema(driver)
         try:
             return build_communities(self.settings, driver, dry_run=dry_run)
@@ -345,6 +360,8 @@ def _request(
     relation_types: list[str] | None,
     namespaces: Sequence[str] | None = None,
 ) -> SearchRequest:
+    from kg.search.models import SearchRequest
+
     try:
         return SearchRequest.model_validate(
             {"query": query, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
@@ -369,6 +386,8 @@ def _answer_request(
     limit: int,
     namespaces: Sequence[str] | None = None,
 ) -> AnswerRequest:
+    from kg.answer.cited import AnswerRequest
+
     raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit,
            "namespaces": _listed(namespaces)}  # fmt: skip
     try:
@@ -378,6 +397,8 @@ def _answer_request(
 
 
 def _query_request(question: str, namespaces: Sequence[str] | None = None) -> QueryRequest:
+    from kg.answer.nlquery import QueryRequest
+
     try:
         return QueryRequest.model_validate(
             {"question": question, "namespaces": _listed(namespaces)}
@@ -389,6 +410,8 @@ def _query_request(question: str, namespaces: Sequence[str] | None = None) -> Qu
 def _global_request(
     query: str, level: int | None, limit: int, namespaces: Sequence[str] | None = None
 ) -> GlobalSearchRequest:
+    from kg.search.global_models import GlobalSearchRequest
+
     raw = {"query": query, "level": level, "limit": limit, "namespaces": _listed(namespaces)}
     try:
         return GlobalSearchRequest.model_validate(raw)
@@ -484,6 +507,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
         (kg/cypher/guard.py, ``search.first_query_timeout_s``)."""
         if self._warm or getattr(self._service, "started", False):
             return await _read(what, call)
+        from kg.cypher.guard import first_query_grace
+
         with first_query_grace(self.settings.search.first_query_timeout_s):
             result = await _read(what, call)
         self._warm = True
@@ -533,12 +558,16 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.global_search_request(_global_request(query, level, limit, namespaces))
 
     async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
+        from kg.search.signals.communities import CommunityReports
+
         with scope.scoped(request.namespaces):
             call = CommunityReports(self.service, self.settings).search(request)
             return await self._first_read("global search", call)
 
     async def routed_search(self, request: RoutedRequest) -> RoutedResponse:
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
+        from kg.search.routed import routed_search as run_routed_search
+
         with scope.scoped(request.namespaces):
             call = run_routed_search(self.service, self.settings, request)
             return await self._first_read("search", call)
@@ -584,6 +613,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
     async def namespaces(self, *, namespaces: Sequence[str] | None = None) -> list[NamespaceInfo]:
         """The namespaces (document sources) with their document, chunk, fact and entity
         counts; those in ``namespaces`` (or the caller's scope) only, when given."""
+        from kg.search.models import NamespaceInfo
+
         with scope.scoped(_listed(namespaces)):
             call = self.service.run_template("namespaces", {})
             result = await self._first_read("namespaces", call)
@@ -635,6 +666,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.answer_request(request)
 
     async def answer_request(self, request: AnswerRequest) -> AnswerResponse:
+        from kg.answer.cited import answer as run_answer
+
         with scope.scoped(request.namespaces):
             call = run_answer(self.service, self.settings, request)
             return await self._first_read("answer", call)
@@ -646,6 +679,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.query_request(_query_request(question, namespaces))
 
     async def query_request(self, request: QueryRequest) -> QueryResponse:
+        from kg.answer.nlquery import query as run_query
+
         with scope.scoped(request.namespaces):
             call = run_query(self.service, self.settings, request)
             return await self._first_read("query", call)
@@ -753,6 +788,26 @@ class KnowledgeGraph(_GraphConfig):
             raise RuntimeError("open the graph first: `with KnowledgeGraph() as graph`")
         return self._driver
 
+    @property
+    def service(self) -> SearchBackend:
+        """The search use case behind the reads, as on the async twin (its methods are
+        coroutines of this twin's private loop: call the twin's own methods instead)."""
+        if self._driver is None:
+            raise RuntimeError("open the graph first: `with KnowledgeGraph() as graph`")
+        return self._reading().service
+
+    def _reading(self) -> AsyncKnowledgeGraph:
+        """The async twin that runs this one's reads, opened on first use."""
+        if self._portal is None:
+            self._portal = _Portal()
+        if self._reader is None:
+            reader = AsyncKnowledgeGraph(self.settings, embedder=self.embedder)
+            if self._driver is not None:
+                reader._lend(self._driver)  # its reads wait for this twin's writes
+            self._portal.call(reader.open())
+            self._reader = reader
+        return self._reader
+
     # -- writes ----------------------------------------------------------------------------------
 
     def ingest(
@@ -784,15 +839,9 @@ class KnowledgeGraph(_GraphConfig):
     # -- reads (through the async twin on a private loop) ----------------------------------------
 
     def _read(self, fn: Callable[[AsyncKnowledgeGraph], Coroutine[Any, Any, T]]) -> T:
-        if self._portal is None:
-            self._portal = _Portal()
-        if self._reader is None:
-            reader = AsyncKnowledgeGraph(self.settings, embedder=self.embedder)
-            if self._driver is not None:
-                reader._lend(self._driver)  # its reads wait for this twin's writes
-            self._portal.call(reader.open())
-            self._reader = reader
-        return self._portal.call(fn(self._reader))
+        reader = self._reading()
+        assert self._portal is not None  # _reading made it
+        return self._portal.call(fn(reader))
 
     def search(
         self,
@@ -915,6 +964,8 @@ async def _templates(graph: AsyncKnowledgeGraph) -> list[TemplateInfo]:
 
 def schema_statements(settings: Settings | None = None) -> list[str]:
     """The Cypher statements ``apply_schema`` runs (``kg schema show``)."""
+    from kg.graph.schema import read_statements
+
     return read_statements((settings if settings is not None else Settings()).schema_dir)
 
 
@@ -928,6 +979,9 @@ def search_service(
 ) -> SearchService:
     """The search use case on a caller's driver (the API builds its own per app); its reads
     wait for ``bookmarks`` (a write driver's ``execute_query_bookmark_manager``) when given."""
+    from kg.resolve import make_embedder
+    from kg.search.service import SearchService
+
     return SearchService(
         driver,
         settings,

@@ -113,6 +113,22 @@ class LocalServerSettings(BaseModel):
     pagecache: str = "512m"
     transaction_timeout: str = "30s"
     start_timeout_s: float = Field(120.0, gt=0)
+    java_options: tuple[str, ...] = Field(
+        (),
+        max_length=32,
+        description="Extra options for the server's JVM, after kg's own (a JSON list), e.g. "
+        '["-XX:TieredStopAtLevel=1"]: a third less CPU to start and warm up, slower long '
+        "queries (the test suite's servers use it).",
+    )
+
+    @field_validator("java_options")
+    @classmethod
+    def _options_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Each item is one JVM option: never a class path, a main class or an argument."""
+        for option in value:
+            if not option.startswith("-") or option in ("-cp", "-classpath", "-jar"):
+                raise ValueError(f"not a JVM option: {option!r} (each starts with -)")
+        return value
 
     @property
     def bolt_uri(self) -> str:

@@ -30,8 +30,26 @@ os.environ["KG_ENV_FILE"] = ""  # nor a developer's .env file (kg.settings._dote
 EMBEDDING_DIM = 256
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``slow`` test run first (each file keeps its order): with parallel
+    workers and whole files per worker, a long file started last is a worker busy alone at
+    the end. The order is the same in every worker, as pytest-xdist requires."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: False (slow) first
+
+
 @pytest.fixture(scope="session")
-def neo4j_server() -> Iterator[Neo4jTarget]:
+def neo4j_server(request: pytest.FixtureRequest) -> Iterator[Neo4jTarget]:
+    """One server per test process: under pytest-xdist each worker starts its own (local or
+    testcontainers), so no two workers ever wipe the same graph. A given ``NEO4J_URI`` is one
+    database for everyone, hence refused with more than one worker."""
+    workers = getattr(request.config, "workerinput", {}).get("workercount", 1)  # xdist's
+    if os.environ.get("NEO4J_URI") and workers > 1:
+        pytest.exit(
+            "NEO4J_URI names one database, which every test wipes: run the suite in one "
+            "process with it (`-p no:xdist`; scripts/test does so when NEO4J_URI is set)",
+            returncode=4,
+        )
     with neo4j_target() as target:
         yield target
 

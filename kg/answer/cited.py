@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from datetime import date, datetime
 from itertools import zip_longest
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import (
     BaseModel,
@@ -33,6 +33,7 @@ from pydantic import (
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ask
 from kg.models import no_nul
+from kg.modes import AnswerMode as AnswerMode
 from kg.scope import NamespaceList
 from kg.search.models import (
     MAX_QUERY_CHARS,
@@ -58,9 +59,6 @@ __all__ = [
     "relation_id",
 ]
 
-#: ``auto``: the router decides, as in ``kg search`` (kg.search.routed.decide); when it picks
-#: global search, answers run hybrid: they cite passages and relations, not reports.
-AnswerMode = Literal["auto"] | SearchMode
 MAX_ANSWER_LIMIT = 50
 MAX_QUOTE_CHARS = 500
 INSUFFICIENT = "The retrieved context does not answer this question."

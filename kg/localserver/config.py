@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from kg.localserver.browser import browser_config
@@ -70,6 +71,12 @@ def write_config(home: Path, server: LocalServerSettings, api: ApiSettings | str
         f"server.directories.plugins={home / 'plugins'}",
         f"server.directories.import={home / 'import'}",
         "dbms.usage_report.enabled=false",
+        # Stop in under a second, not ten: Bolt's shutdown otherwise waits a fixed 5 s quiet
+        # period and 5 s for connections that are already gone (the databases have checkpointed
+        # and stopped before this; docs/architecture.md, "Stopping the local server").
+        "internal.dbms.bolt.netty_server_shutdown_quiet_period=0",
+        "internal.server.bolt.connection_shutdown_wait_time=0s",
+        "internal.server.bolt.thread_pool_shutdown_wait_time=1s",
         *browser_config(api),
         "",
     ]
@@ -77,10 +84,13 @@ def write_config(home: Path, server: LocalServerSettings, api: ApiSettings | str
     return conf_dir
 
 
-def server_command(java: str, lib: Path, home: Path, conf_dir: Path, heap: str) -> list[str]:
-    """The ``java -cp`` line that runs Neo4j's entry point on this home."""
+def server_command(
+    java: str, lib: Path, home: Path, conf_dir: Path, heap: str, extra: Sequence[str] = ()
+) -> list[str]:
+    """The ``java -cp`` line that runs Neo4j's entry point on this home (``extra``: the
+    ``server.java_options`` setting, after kg's own flags so that it can override them)."""
     return [
-        java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS,
+        java, f"-Xms{heap}", f"-Xmx{heap}", *JVM_FLAGS, *extra,
         "-cp", f"{lib}/*", ENTRY_POINT,
         f"--home-dir={home}", f"--config-dir={conf_dir}",
     ]  # fmt: skip

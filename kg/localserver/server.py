@@ -253,7 +253,9 @@ class LocalNeo4j:
         legacy = self._legacy_home()
         self._set_initial_password(java, lib)
         self._record_java(runtime)
-        cmd = config.server_command(java, lib, self.home, conf_dir, self._server.heap)
+        cmd = config.server_command(
+            java, lib, self.home, conf_dir, self._server.heap, self._server.java_options
+        )
         with self.console_log.open("ab") as log:
             proc = subprocess.Popen(  # noqa: S603
                 cmd,

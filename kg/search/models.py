@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any, Literal, Protocol, get_args, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import (
     AfterValidator,
@@ -18,6 +18,12 @@ from pydantic import (
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
 from kg.models import RELATION_TYPE_RE, no_nul
+
+# The modes live in kg.modes, which the CLI's help reads without pydantic; re-exported here.
+from kg.modes import MODES as MODES
+from kg.modes import SEARCH_MODES as SEARCH_MODES
+from kg.modes import Mode as Mode
+from kg.modes import SearchMode as SearchMode
 from kg.scope import NamespaceList
 
 MAX_QUERY_CHARS = 2000
@@ -27,19 +33,6 @@ MAX_LIMIT = 100
 DEPTHS = (1, 2, 3)
 MIN_DEPTH, MAX_DEPTH = DEPTHS[0], DEPTHS[-1]
 MAX_RELATION_FILTERS = 50
-
-# The local search modes, defined once (the request model, the CLI and the docs use this):
-# text: Lucene BM25 over chunk text and title; vector: the chunk embedding index; graph:
-# question -> entities -> propagation over entities and chunks; hybrid: the three fused.
-SearchMode = Literal["text", "vector", "graph", "hybrid"]
-SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
-
-# Every mode a question can take: the local modes above, `global` (map-reduce over community
-# reports, kg/search/signals/communities.py) and `auto` (kg/search/router.py picks one from
-# the question and says why). The CLI's --mode and the router's answer use this; it extends
-# the one list above.
-Mode = Literal[SearchMode, "global", "auto"]
-MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 def _relation_type(value: str) -> str:

@@ -9,7 +9,6 @@ for the whole timeout.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -30,10 +29,10 @@ SLOW = Template(name="slow", description="test only: busy until the timeout",
 SLOW_HEAVY = Template(name="slow_heavy", description="test only: heavy and busy",
                       params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
 REG = REGISTRY.with_templates(SLOW, SLOW_HEAVY)
-# Wide margins: the burning flood competes with the cheap call for the server's two cores, and
-# CI machines are shared. Without fairness the cheap call waits the whole QUERY_TIMEOUT_S.
+# Without fairness the cheap call gets a slot only when a flood call's QUERY_TIMEOUT_S frees
+# one. So the test asks whether every flood call was still running when the cheap calls had
+# their answers, not how many seconds they took: a loaded machine slows both alike.
 QUERY_TIMEOUT_S = 8.0
-QUICK_S = 4.0  # half of QUERY_TIMEOUT_S: the cheap call did not wait for a slot
 
 
 @pytest.fixture(autouse=True)
@@ -57,37 +56,38 @@ async def _as(client: str, call: Callable[[], Awaitable[Any]]) -> Any:
 
 async def _flood_then_measure(
     service: SearchService, flood_template: str, floods: int
-) -> tuple[float, list[Any]]:
+) -> tuple[int, list[Any]]:
+    """How many flood calls had ended when the cheap calls were answered (0: the cheap calls
+    waited for no flood slot), and the flood's outcomes."""
     await service.run_template("entity_by_id", {"entity_id": "nobody"})  # warm: plan cached
     flood = [
         asyncio.create_task(_as("flood", lambda: service.run_template(flood_template, {})))
         for _ in range(floods)
     ]
     await asyncio.sleep(0.5)  # the flood holds what it can get
-    started = time.monotonic()
     cheap = await asyncio.gather(
         *(
             _as("user", lambda: service.run_template("entity_by_id", {"entity_id": "nobody"}))
             for _ in range(2)
         )
     )
-    took = time.monotonic() - started
+    ended = sum(task.done() for task in flood)
     for task in flood:
         task.cancel()
     results = await asyncio.gather(*flood, return_exceptions=True)
     await asyncio.sleep(QUERY_TIMEOUT_S)  # the server stops what was cancelled client-side
     assert all(r.rows == [] for r in cheap)
-    return took, results
+    return ended, results
 
 
 def test_expensive_calls_leave_slots_for_cheap_ones(settings: Settings) -> None:
     narrow = _settings(settings, per_client=3, heavy=1)
-    took, flood = with_service(narrow, lambda s: _flood_then_measure(s, "slow_heavy", 4), REG)
-    assert took < QUICK_S, f"cheap calls waited {took:.1f}s behind expensive ones"
+    ended, flood = with_service(narrow, lambda s: _flood_then_measure(s, "slow_heavy", 4), REG)
+    assert ended == 0, f"the cheap calls waited until {ended} expensive ones timed out"
     assert all(isinstance(r, QueryTimeout | asyncio.CancelledError) for r in flood), flood
 
 
 def test_one_client_cannot_hold_every_slot(settings: Settings) -> None:
     narrow = _settings(settings, per_client=2, heavy=1)
-    took, _ = with_service(narrow, lambda s: _flood_then_measure(s, "slow", 4), REG)
-    assert took < QUICK_S, f"another client's call waited {took:.1f}s behind a greedy client"
+    ended, _ = with_service(narrow, lambda s: _flood_then_measure(s, "slow", 4), REG)
+    assert ended == 0, f"another client's calls waited until {ended} greedy ones timed out"

@@ -45,6 +45,7 @@ def _children(pid: int) -> set[int]:
     return found
 
 
+@pytest.mark.slow
 def test_two_workers_share_the_port_and_the_query_slots(
     graph: Driver, settings: Settings, tmp_path: Path
 ) -> None:

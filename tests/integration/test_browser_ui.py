@@ -210,6 +210,7 @@ def test_kg_browse_prints_url_connection_and_guide(
 # -- the browser -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_browser_shows_the_styled_example(stack: Stack, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 

@@ -85,6 +85,7 @@ def server() -> Any:
         yield settings
 
 
+@pytest.mark.slow
 def test_bulk_load_builds_the_graph_ingest_builds(server: Settings, tmp_path: Path) -> None:
     folder = tmp_path / "root"
     folder.mkdir()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from neo4j import Driver
 
 from kg.settings import Settings
@@ -23,6 +24,7 @@ def _kg(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_example_builds_answers_and_warms(
     clean_graph: Driver, settings: Settings, tmp_path: Path
 ) -> None:

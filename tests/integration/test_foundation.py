@@ -155,3 +155,22 @@ def test_start_refuses_a_taken_port(tmp_path: Path) -> None:
         )
         with pytest.raises(ServerError, match=f"port {port}.*already taken"):
             LocalNeo4j(settings).start()
+
+
+def test_each_test_process_has_a_server_of_its_own(
+    neo4j_server: Neo4jTarget,
+    tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
+) -> None:
+    """The suite's isolation under parallel workers: every worker wipes its own graph, so no
+    two may share a server. Each records its server where all of them look (the run's common
+    temporary folder) and checks that no other worker recorded the same one."""
+    if neo4j_server.backend == "uri":  # one server: then the suite runs in one process
+        assert getattr(request.config, "workerinput", None) is None
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    shared = tmp_path_factory.getbasetemp().parent / "servers"
+    shared.mkdir(exist_ok=True)
+    (shared / f"{worker}.uri").write_text(neo4j_server.uri)
+    others = {p.stem: p.read_text() for p in shared.glob("*.uri") if p.stem != worker}
+    assert neo4j_server.uri not in others.values(), others

@@ -374,6 +374,7 @@ def record(driver: Driver) -> set[tuple[str, str, str]]:
     return {(r["m"], r["model"], r["prompt"]) for r in rows}
 
 
+@pytest.mark.slow
 def test_extraction_is_added_later_redone_for_another_model_and_forced(
     cli: Cli, clean_graph: Driver, tmp_path: Path
 ) -> None:

@@ -85,6 +85,7 @@ def _leftovers(driver: Driver) -> int:
     )
 
 
+@pytest.mark.slow
 def test_four_worker_processes_build_the_graph_one_worker_builds(
     one_worker: Any, clean_graph: Driver, settings: Settings, folder: Path
 ) -> None:
@@ -100,6 +101,7 @@ def test_four_worker_processes_build_the_graph_one_worker_builds(
     assert snapshot(clean_graph) == one_worker
 
 
+@pytest.mark.slow
 def test_shards_as_separate_processes_in_any_order(
     one_worker: Any, clean_graph: Driver, settings: Settings, folder: Path
 ) -> None:
@@ -122,6 +124,7 @@ def test_shards_as_separate_processes_in_any_order(
     assert snapshot(clean_graph) == one_worker
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_batch_is_completed_by_rerunning_its_shard(
     one_worker: Any, clean_graph: Driver, settings: Settings, folder: Path
 ) -> None:

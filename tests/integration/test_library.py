@@ -85,6 +85,18 @@ def test_sync_twin_works_inside_a_running_loop(clean_graph: Driver, settings: Se
     assert response.relations
 
 
+def test_the_sync_twin_has_the_search_use_case_too(clean_graph: Driver, settings: Settings) -> None:
+    """``service`` on both twins: the sync one's is the use case its reads go through."""
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(EXAMPLE, graph="metadata")
+        service = graph.service
+        assert service is graph.service  # one per open graph, not one per call
+        assert [t.name for t in service.templates()] == [t.name for t in graph.templates()]
+        assert graph.search("AuthService", mode="text", limit=3).chunks
+    with pytest.raises(RuntimeError, match="open the graph first"):
+        _ = graph.service
+
+
 def test_caller_mistakes_and_outages_are_kg_errors(clean_graph: Driver, settings: Settings) -> None:
     with KnowledgeGraph(settings) as graph:
         with pytest.raises(QueryRejected) as bad:

@@ -55,7 +55,11 @@ def _envs(settings: Settings) -> dict[str, dict[str, str]]:
         "unreachable server": _env(
             settings, KG_NEO4J__URI=f"bolt://{closed}", KG_NEO4J__PASSWORD=PASSWORD
         ),
-        "refused password": _env(settings, KG_NEO4J__PASSWORD=PASSWORD),
+        # Another user name: Neo4j locks a user out after failed logins for a few seconds,
+        # and the suite's own `neo4j` user must not be (a test on this worker reads next).
+        "refused password": _env(
+            settings, KG_NEO4J__USERNAME="kg-refused-user", KG_NEO4J__PASSWORD=PASSWORD
+        ),
     }
 
 

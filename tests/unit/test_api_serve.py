@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 import pytest
+import uvicorn
 
 from api.serving import GuardedH11Protocol, worker_share
 from cli import serve_cmd
@@ -21,7 +22,7 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     def fake_run(asgi_app: Any, **kwargs: Any) -> None:
         calls.append({"app": asgi_app, **kwargs})
 
-    monkeypatch.setattr(serve_cmd.uvicorn, "run", fake_run)
+    monkeypatch.setattr(uvicorn, "run", fake_run)  # cli.serve_cmd imports it when it runs
     for var in ("KG_API__HOST", "KG_API__PORT", "KG_API__API_KEYS", "KG_API__REQUIRE_AUTH"):
         monkeypatch.delenv(var, raising=False)
     return calls

@@ -105,7 +105,11 @@ def _own_help(annotation: object) -> bool:
     return False
 
 
-@pytest.mark.parametrize(("line", "function"), _functions(), ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("line", "function"),
+    _functions(),
+    ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", "?"),
+)
 def test_every_parameter_has_a_help_text(line: str, function: Callable[..., object]) -> None:
     hints = typing.get_type_hints(function, include_extras=True)
     documented = _documented(function)

@@ -56,10 +56,12 @@ def test_empty_input() -> None:
 
 
 def test_hundred_thousand_names_in_seconds() -> None:
+    """CPU seconds, not wall time: a loaded machine delays the process but does not make it
+    do more work (a quadratic or per-name model call would still fail here)."""
     names = [f"service-{i}-{i * 7919 % 1000}" for i in range(100_000)]
-    start = time.perf_counter()
+    start = time.process_time()
     HashingEmbedder(256).embed(names)
-    assert time.perf_counter() - start < 10
+    assert time.process_time() - start < 10
 
 
 def test_make_embedder_follows_settings() -> None:
