@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 from kg.settings import Settings
+from tests.neo4j_backend import QUICK_JIT
 
 
 def clean_env() -> dict[str, str]:
@@ -14,6 +16,7 @@ def clean_env() -> dict[str, str]:
     file read (``KG_ENV_FILE`` empty): a child sees only what its test gives it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
     env["KG_ENV_FILE"] = ""
+    env["KG_SERVER__JAVA_OPTIONS"] = json.dumps(QUICK_JIT)  # the suite's JIT (tests/conftest.py)
     return env
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import Iterator
 
@@ -21,11 +22,15 @@ from neo4j import Driver
 from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
 from kg.settings import Settings
-from tests.neo4j_backend import Neo4jTarget, neo4j_target
+from tests.neo4j_backend import QUICK_JIT, Neo4jTarget, neo4j_target
 
 for _name in [name for name in os.environ if name.startswith("KG_")]:
     del os.environ[_name]
 os.environ["KG_ENV_FILE"] = ""  # nor a developer's .env file (kg.settings._dotenv)
+# Every local Neo4j a test starts (in process or through the CLI) compiles with C1 only: a
+# test server's work is short, and C2's compiling was a third of the CPU of two cores that the
+# workers share. tests/integration/test_foundation.py runs `kg neo4j start` with kg's defaults.
+os.environ["KG_SERVER__JAVA_OPTIONS"] = json.dumps(QUICK_JIT)
 
 EMBEDDING_DIM = 256
 

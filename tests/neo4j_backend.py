@@ -86,12 +86,9 @@ def neo4j_target() -> Iterator[Neo4jTarget]:
 def _local_server() -> Iterator[Neo4jTarget]:
     from kg.localserver import throwaway_server
 
-    # No password given: the server makes a random one, as `kg neo4j start` does. C1 only: a
-    # test server's work is short, and C2's compiling was a third of its CPU on two cores that
-    # two workers share (docs/architecture.md, "The test suite").
-    with throwaway_server(
-        heap="768m", pagecache="256m", transaction_timeout="60s", java_options=QUICK_JIT
-    ) as settings:
+    # No password given: the server makes a random one, as `kg neo4j start` does. Its JIT is
+    # the suite's (KG_SERVER__JAVA_OPTIONS, set in tests/conftest.py).
+    with throwaway_server(heap="768m", pagecache="256m", transaction_timeout="60s") as settings:
         password = settings.neo4j.password.get_secret_value()
         yield Neo4jTarget("local", settings.neo4j.uri, "neo4j", password, "neo4j")
 

@@ -85,7 +85,8 @@ def test_fixture_picks_neo4j_uri_when_given(neo4j_server: Neo4jTarget, tmp_path:
 
 def _server_settings(tmp_path: Path, bolt: int, http: int) -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD"):
+    # kg's own JVM flags here, not the suite's quicker JIT: the default as users run it.
+    for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD", "KG_SERVER__JAVA_OPTIONS"):
         env.pop(name, None)
     env.update(
         KG_SERVER__HOME=str(tmp_path / "neo4j-home"),
