@@ -42,7 +42,7 @@ def forget(
                 f"forgot {report.namespace!r}: {report.documents} documents, {report.chunks} "
                 f"chunks, {report.facts_removed} facts ({report.facts_kept} shared facts kept), "
                 f"{report.entities_removed} entities, {report.communities_removed} community "
-                "reports"
+                f"reports, {report.predicates_removed} predicates no fact uses any more"
             )
         )
     return 0

@@ -44,7 +44,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
 from kg import scope
-from kg.errors import ConfigError, KGError, rejected, translate
+from kg.errors import ConfigError, ExtractionError, KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, ensure_current, read_embedders, read_model
 from kg.settings import Settings
@@ -419,6 +419,19 @@ def _global_request(
         raise rejected(exc, "global search") from exc
 
 
+async def _llm_listens(settings: Settings) -> None:
+    """Fail at once, with the LLM client's own message, when nothing listens at the answer
+    endpoint: before retrieval and before the client's second of imports (kg/llm/reach.py)."""
+    from kg.llm.endpoint import resolve_endpoint
+    from kg.llm.reach import refused
+
+    endpoint = resolve_endpoint(settings, "answer")
+    error = await refused(endpoint.base_url)
+    if error is not None:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise ExtractionError(endpoint.failed(f"no connection ({reason})", connection=True))
+
+
 async def _read(what: str, call: Awaitable[T]) -> T:
     """Await a read; kg errors pass, Neo4j and driver failures become kg errors."""
     try:
@@ -666,6 +679,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.answer_request(request)
 
     async def answer_request(self, request: AnswerRequest) -> AnswerResponse:
+        await _llm_listens(self.settings)
         from kg.answer.cited import answer as run_answer
 
         with scope.scoped(request.namespaces):
@@ -679,6 +693,7 @@ class AsyncKnowledgeGraph(_GraphConfig):
         return await self.query_request(_query_request(question, namespaces))
 
     async def query_request(self, request: QueryRequest) -> QueryResponse:
+        await _llm_listens(self.settings)
         from kg.answer.nlquery import query as run_query
 
         with scope.scoped(request.namespaces):

@@ -121,6 +121,15 @@ class LocalServerSettings(BaseModel):
         "queries (the test suite's servers use it).",
     )
 
+    @field_validator("java_options", mode="before")
+    @classmethod
+    def _listed(cls, value: object) -> object:
+        """A string is a JSON list (as the environment gives it) or one option."""
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else ([text] if text else [])
+        return value
+
     @field_validator("java_options")
     @classmethod
     def _options_only(cls, value: tuple[str, ...]) -> tuple[str, ...]:

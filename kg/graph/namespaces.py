@@ -52,6 +52,19 @@ DETACH DELETE c
 RETURN count(*) AS deleted
 """
 
+# A Predicate no fact uses any more (the namespace's own words): deleted, so that no template
+# lists text made from forgotten documents (kg/cypher/render.py RELATION_TYPES). A promoted one
+# frees its place under the cap of relationship types (kg/graph/writer.py); the relationship
+# type Neo4j made for it stays a token in the store (Neo4j never deletes tokens), with no
+# relationship of that type and listed by no kg template. One fact_predicate lookup each.
+_DELETE_UNUSED_PREDICATES: LiteralString = """
+MATCH (p:Predicate)
+WHERE NOT EXISTS { MATCH (f:Fact) WHERE f.predicate = p.name }
+WITH p LIMIT 5000
+DETACH DELETE p
+RETURN count(*) AS deleted
+"""
+
 
 @dataclass(frozen=True)
 class ForgetReport:
@@ -64,6 +77,7 @@ class ForgetReport:
     facts_kept: int = 0  # facts other namespaces support too (they lose this one's provenance)
     entities_removed: int = 0  # left with no mention and no fact
     communities_removed: int = 0  # reports built from the namespace's members
+    predicates_removed: int = 0  # predicates no remaining fact uses
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -84,13 +98,8 @@ def forget(driver: Driver, database: str, writer: GraphWriter, namespace: str) -
     counts = writer.delete_documents(ids)
     if stray_ids:
         counts.add(writer.remove_document_contents(stray_ids))
-    communities = 0
-    while True:
-        rows, _, _ = driver.execute_query(_DELETE_COMMUNITIES, namespace=name, database_=database)
-        deleted = int(rows[0]["deleted"]) if rows else 0
-        communities += deleted
-        if not deleted:
-            break
+    communities = _delete_in_batches(driver, database, _DELETE_COMMUNITIES, namespace=name)
+    predicates = _delete_in_batches(driver, database, _DELETE_UNUSED_PREDICATES)
     return ForgetReport(
         namespace=name,
         documents=len(ids),
@@ -99,4 +108,16 @@ def forget(driver: Driver, database: str, writer: GraphWriter, namespace: str) -
         facts_kept=facts - only,
         entities_removed=counts.entities_deleted,
         communities_removed=communities,
+        predicates_removed=predicates,
     )
+
+
+def _delete_in_batches(driver: Driver, database: str, query: LiteralString, **params: Any) -> int:
+    """Run a batched delete until it deletes nothing; how many it deleted."""
+    total = 0
+    while True:
+        rows, _, _ = driver.execute_query(query, params, database_=database)
+        deleted = int(rows[0]["deleted"]) if rows else 0
+        total += deleted
+        if not deleted:
+            return total

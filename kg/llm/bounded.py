@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 import math
 import time
-import urllib.parse
-import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -32,6 +30,7 @@ from typing import Any
 import httpx2
 
 from kg.llm.protocol import current_meter
+from kg.llm.reach import proxy_for as proxy_for  # where it lived
 
 __all__ = [
     "PLAUSIBLE_FACTOR",
@@ -159,18 +158,6 @@ def _rebuilt(response: httpx2.Response, body: bytes) -> httpx2.Response:
     return httpx2.Response(
         response.status_code, headers=headers, content=body, extensions=response.extensions
     )
-
-
-def proxy_for(url: str) -> str | None:
-    """The proxy the environment sets for ``url`` (``HTTPS_PROXY``, ``NO_PROXY`` ...).
-
-    A client given its own transport reads no proxy from the environment (httpx2 and httpx
-    alike), so the bounded transport goes through this one itself."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(parts.scheme) or proxies.get("all") or None
 
 
 class BoundedAsyncTransport(httpx2.AsyncBaseTransport):

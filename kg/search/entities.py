@@ -15,12 +15,19 @@ from kg.settings import SearchSettings
 
 
 def entity_detail(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The description and aliases of an ``entity_details`` (or ``graph_evidence``) row, as
-    the update of an :class:`EntityHit`."""
-    return {
+    """The name, type, description and aliases of an ``entity_details`` (or
+    ``graph_evidence``) row, as the update of an :class:`EntityHit`. Name and type too: a seed
+    that no shown relation touches was ranked from its id alone (a fact's end, a fuzzy
+    candidate), and must not be shown with its id for a name."""
+    detail: dict[str, Any] = {
         "description": str(row.get("description") or ""),
         "aliases": [str(a) for a in row.get("aliases") or []],
     }
+    if row.get("name"):
+        detail["name"] = str(row["name"])
+    if row.get("type") is not None:
+        detail["type"] = str(row["type"])
+    return detail
 
 
 async def entity_details(guard: Guard, entity_ids: list[str]) -> dict[str, dict[str, Any]]:

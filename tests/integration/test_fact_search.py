@@ -78,3 +78,23 @@ def test_without_fact_seeds_the_graph_misses_the_bridge(musique: Settings) -> No
     ):
         graph = _top(http, "graph")
     assert BRIDGE not in graph, graph
+
+
+def test_every_entity_shown_has_its_own_name_and_type(musique: Settings, driver: Driver) -> None:
+    """Seeds that no shown relation touches (a matched fact's ends) were ranked from their id
+    alone and came back with the id for a name and no type (outside test round 3, C2)."""
+    body = {"query": QUESTION["question"], "mode": "graph", "depth": 1, "limit": 50}
+    with _serve(musique) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+        resp = http.post("/search/local", json=body)
+    assert resp.status_code in (200, 201), resp.text
+    entities = resp.json()["entities"]
+    shown = {e["id"]: (e["name"], e["type"]) for e in entities}
+    # seeds the question's words did not name: a matched fact's ends (the case that broke)
+    unnamed = [e for e in entities if e["hops"] == 0 and e["name"] not in QUESTION["question"]]
+    assert unnamed, entities
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.name AS name, e.type AS type",
+        ids=list(shown),
+    )
+    stored = {r["id"]: (r["name"], r["type"] or "") for r in records}
+    assert shown == stored

@@ -652,8 +652,20 @@ def test_migrate_from_model_6_gives_every_element_its_namespaces(
 def test_forget_removes_one_namespace_and_leaves_the_other_as_it_was(
     corpus: Corpus, driver: Driver
 ) -> None:
+    only_beta = """
+        MATCH (p:Predicate) WHERE NOT EXISTS {
+          MATCH (f:Fact) WHERE f.predicate = p.name AND any(n IN f.namespaces WHERE n <> 'beta')
+        } RETURN collect(p.name) AS names"""
+    beta_words = set(driver.execute_query(only_beta).records[0]["names"])
+    assert beta_words  # beta has predicates of its own: what forgetting it must not leave
+    kept = {r["name"] for r in driver.execute_query("MATCH (p:Predicate) RETURN p.name AS name")[0]}
     with KnowledgeGraph(corpus.settings) as graph:
         report = graph.forget("beta")
+        # the forgotten text's predicates are gone, and listed by no template (C3)
+        assert report.predicates_removed == len(beta_words)
+        listed = {str(r["type"]) for r in graph.run_template("relation_types").rows}
+        assert listed & beta_words == set()
+        assert listed == kept - beta_words
         assert (report.documents, report.chunks) == (1, 1)
         assert (report.facts_removed, report.facts_kept) == (2, 1)
         assert report.entities_removed >= 2  # Zephyrvault and the title entity Vault
@@ -661,7 +673,8 @@ def test_forget_removes_one_namespace_and_leaves_the_other_as_it_was(
         again = graph.forget("beta")
         assert again.to_dict() == {"namespace": "beta", "documents": 0, "chunks": 0,
                                    "facts_removed": 0, "facts_kept": 0, "entities_removed": 0,
-                                   "communities_removed": 0}  # fmt: skip
+                                   "communities_removed": 0,
+                                   "predicates_removed": 0}  # fmt: skip
         assert [n.namespace for n in graph.namespaces()] == ["alpha"]
     leftovers, _, _ = driver.execute_query(
         "MATCH (n) WHERE (n:Chunk AND n.namespace = 'beta') OR 'beta' IN coalesce(n.namespaces, [])"

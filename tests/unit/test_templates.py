@@ -46,7 +46,7 @@ PINNED = {
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "c68b2a7a4b1f2d6f",
     ("chunk_page", "default"): "68a48caeaa0d32aa",
-    ("graph_evidence", "default"): "88317d3c8dd41bc9",
+    ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
     ("corpus_languages", "default"): "cf58f680559bb800",
