@@ -35,14 +35,6 @@ os.environ["KG_SERVER__JAVA_OPTIONS"] = json.dumps(QUICK_JIT)
 EMBEDDING_DIM = 256
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a ``slow`` test run first (each file keeps its order): with parallel
-    workers and whole files per worker, a long file started last is a worker busy alone at
-    the end. The order is the same in every worker, as pytest-xdist requires."""
-    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # stable: False (slow) first
-
-
 @pytest.fixture(scope="session")
 def neo4j_server(request: pytest.FixtureRequest) -> Iterator[Neo4jTarget]:
     """One server per test process: under pytest-xdist each worker starts its own (local or
