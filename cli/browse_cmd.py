@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import urllib.error
-import urllib.request
-import webbrowser
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -39,6 +36,9 @@ def has_display() -> bool:
 
 def api_answers(url: str, timeout_s: float = 2.0) -> bool:
     """Whether kg's API serves the guide at ``url`` (a GET of a small static file)."""
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - http(s) URL we built
             return bool(resp.status == 200)
@@ -56,6 +56,8 @@ def browse(
 
     Exit code 3 when the local Neo4j is not running.
     """
+    import webbrowser
+
     from kg import local_server
     from kg.settings import Settings
 

@@ -6,8 +6,6 @@ import os
 import shutil
 import socket
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from kg.errors import ServerError
@@ -42,6 +40,9 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def http_ok(port: int) -> bool:
+    import urllib.error  # here: `kg neo4j status` on a stopped server needs no HTTP
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
             return bool(resp.status == 200)
