@@ -24,6 +24,7 @@ whether the median is within it. Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import socket
@@ -141,13 +142,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KG_", "NEO4J_"))}
         env.update(KG_SERVER__HOME=str(Path(home) / "neo4j"), KG_ENV_FILE="", COLUMNS="100")
-        graph = example_graph() if groups & {"graph", "closed"} else None
-        graph_env = graph.__enter__() if graph is not None else {}
-        try:
+        with contextlib.ExitStack() as stack:
+            wanted = groups & {"graph", "closed"}
+            graph_env = stack.enter_context(example_graph()) if wanted else {}
             measured = measure(cases(groups, graph_env), checkouts, env, args.runs)
-        finally:
-            if graph is not None:
-                graph.__exit__(None, None, None)
     report(measured, checkouts, args.runs)
 
 

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, LiteralString
 from urllib.parse import urlsplit
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
@@ -141,3 +141,17 @@ async def verify_async(
         raise _refused(settings) from exc
     except (ServiceUnavailable, OSError) as exc:
         raise unreachable(settings, local_bolt_port) from exc
+
+
+def repeat_batches(
+    driver: Driver, database: str, query: LiteralString, counted: str, /, **params: Any
+) -> int:
+    """Run a batched statement (``... LIMIT n`` then a write) until its ``counted`` column
+    says it did nothing; the total it counted. Each batch is its own transaction."""
+    total = 0
+    while True:
+        records, _, _ = driver.execute_query(query, params, database_=database)
+        done = int(records[0][counted]) if records else 0
+        total += done
+        if not done:
+            return total

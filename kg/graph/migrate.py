@@ -71,6 +71,7 @@ from neo4j import Driver, Record, Session
 from kg.documents import document_id
 from kg.errors import StoreError
 from kg.extract.predicates import normalize_predicate
+from kg.graph.driver import repeat_batches
 from kg.graph.facts import pages as fact_pages
 from kg.graph.meta import (
     MODEL_VERSION,
@@ -400,7 +401,9 @@ def _model_1_to_2(
         if to == rel_type and old == new:
             continue
         query = _RENAME_PREDICATES if to == rel_type else _MOVE_RELATIONS
-        moved = _repeat(driver, database, query, type=rel_type, old=old, new=new, to=to)
+        moved = repeat_batches(
+            driver, database, query, "moved", type=rel_type, old=old, new=new, to=to
+        )
         if to != rel_type:
             report.relations_retyped += moved
     report.documents_reset = _reid_documents(driver, database, writer.batch_size)
@@ -417,17 +420,6 @@ def _normalized(name: str, report: MigrationReport) -> str:
             f"predicate {UNNAMED_PREDICATE}"
         )
         return UNNAMED_PREDICATE
-
-
-def _repeat(driver: Driver, database: str, query: LiteralString, **params: Any) -> int:
-    """Run a batched statement until it reports nothing left; the total it moved."""
-    total = 0
-    while True:
-        records, _, _ = driver.execute_query(query, params, database_=database)
-        moved = int(records[0]["moved"]) if records else 0
-        total += moved
-        if moved == 0:
-            return total
 
 
 def _pages(driver: Driver, database: str, page: LiteralString) -> Iterator[list[Record]]:

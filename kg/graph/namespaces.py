@@ -19,6 +19,7 @@ from typing import Any, LiteralString
 from neo4j import Driver
 
 from kg.errors import ConfigError
+from kg.graph.driver import repeat_batches
 from kg.graph.writer import GraphWriter
 from kg.limits import check_namespace
 
@@ -98,8 +99,8 @@ def forget(driver: Driver, database: str, writer: GraphWriter, namespace: str) -
     counts = writer.delete_documents(ids)
     if stray_ids:
         counts.add(writer.remove_document_contents(stray_ids))
-    communities = _delete_in_batches(driver, database, _DELETE_COMMUNITIES, namespace=name)
-    predicates = _delete_in_batches(driver, database, _DELETE_UNUSED_PREDICATES)
+    communities = repeat_batches(driver, database, _DELETE_COMMUNITIES, "deleted", namespace=name)
+    predicates = repeat_batches(driver, database, _DELETE_UNUSED_PREDICATES, "deleted")
     return ForgetReport(
         namespace=name,
         documents=len(ids),
@@ -110,14 +111,3 @@ def forget(driver: Driver, database: str, writer: GraphWriter, namespace: str) -
         communities_removed=communities,
         predicates_removed=predicates,
     )
-
-
-def _delete_in_batches(driver: Driver, database: str, query: LiteralString, **params: Any) -> int:
-    """Run a batched delete until it deletes nothing; how many it deleted."""
-    total = 0
-    while True:
-        rows, _, _ = driver.execute_query(query, params, database_=database)
-        deleted = int(rows[0]["deleted"]) if rows else 0
-        total += deleted
-        if not deleted:
-            return total
