@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from kg.cypher.lucene import escape_lucene
+from kg.cypher.lucene import any_word_regex, escape_lucene, phrase_regex
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
 from kg.models import no_nul
@@ -287,9 +287,12 @@ class EntitySeedsParams(TemplateParams):
     k: int = Field(20, ge=1, le=500)
 
     def cypher_params(self) -> dict[str, Any]:
+        text = escape_lucene(self.text)
         return {
             "embedding": self.embedding,
-            "text": escape_lucene(self.text),
+            "text": text,
+            # scoped, what a fulltext hit must match in its visible name or aliases
+            "pattern": any_word_regex(text) if self.namespaces else None,
             "k": self.k,
             "fetch": self.fetch(self.k),
         }
@@ -360,6 +363,15 @@ class ChunksByTextParams(TemplateParams):
         }
 
 
+def _phrase_patterns(quoted: list[str], phrases: list[Any]) -> dict[str, str]:
+    """Each quoted phrase's regex (kg.cypher.lucene.phrase_regex): scoped, a hit through an
+    alias that another namespace gave does not count (kg.cypher.render.named)."""
+    return {
+        q: phrase_regex(list(p) if isinstance(p, list) else [p])
+        for q, p in zip(quoted, phrases, strict=True)
+    }
+
+
 class EntityLinksParams(TemplateParams):
     """Question n-grams to look up among names and aliases, each as a quoted phrase."""
 
@@ -373,6 +385,7 @@ class EntityLinksParams(TemplateParams):
         quoted = ['"' + " ".join(words) + '"' for words in self.phrases]
         return {
             "phrases": quoted,
+            "patterns": _phrase_patterns(quoted, self.phrases) if self.namespaces else {},
             "per_phrase": self.per_phrase,
             "fetch": self.fetch(self.per_phrase),
             "limit": self.limit,
@@ -481,6 +494,7 @@ class NameLinksParams(TemplateParams):
         quoted = [f'"{escape_lucene(p)}"' for p in self.phrases]
         return {
             "phrases": quoted,
+            "patterns": _phrase_patterns(quoted, self.phrases) if self.namespaces else {},
             "per_phrase": self.per_phrase,
             "fetch": self.fetch(self.per_phrase),
             "limit": self.limit,

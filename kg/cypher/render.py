@@ -47,6 +47,18 @@ def aliased(var: LiteralString) -> LiteralString:
     )
 
 
+def named(var: LiteralString, pattern: LiteralString) -> LiteralString:
+    """Scoped, ``var``'s name or an alias a namespace in the scope gave matches ``pattern``
+    (kg.cypher.lucene: the words the fulltext query searched). The entity index holds every
+    alias in one document, so a hit alone may come from another namespace's alias: such a hit
+    is none for this caller."""
+    return (
+        "($namespaces IS NULL OR " + var + ".name =~ " + pattern + " OR any(i IN range(0,"
+        " size(coalesce(" + var + ".aliases, [])) - 1) WHERE " + var + ".alias_sources[i] IN"
+        " $namespaces AND " + var + ".aliases[i] =~ " + pattern + "))"
+    )
+
+
 def cited(var: LiteralString, most: LiteralString) -> LiteralString:
     """The first ``most`` chunk ids of ``var`` (a relation or fact) in the scope."""
     return (
@@ -290,7 +302,7 @@ ENTITY_SEEDS: LiteralString = (
     "CALL () {\n"
     "  WITH $text AS q WHERE q <> ''\n"
     "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $fetch}) YIELD node, score\n"
-    "  WITH node, score WHERE " + in_scope("node") + "\n"
+    "  WITH node, score WHERE " + in_scope("node") + " AND " + named("node", "$pattern") + "\n"
     "  RETURN collect(" + _SEED + ")[..$k] AS fulltext\n"
     "}\n"
     "RETURN vector, fulltext"
@@ -429,7 +441,8 @@ ENTITY_LINKS: LiteralString = (
     "CALL (phrase) {\n"
     "  CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $fetch})"
     " YIELD node, score\n"
-    "  WITH node, score WHERE " + in_scope("node") + "\n"
+    "  WITH node, score\n"
+    "  WHERE " + in_scope("node") + " AND " + named("node", "$patterns[phrase]") + "\n"
     "  RETURN node, score\n"
     "  LIMIT $per_phrase\n"
     "}\n"

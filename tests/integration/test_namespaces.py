@@ -3,7 +3,8 @@
 Two namespaces share two entities (AuthService, PostgreSQL) and one fact (AuthService
 DEPENDS_ON PostgreSQL). Everything ``beta`` contributed carries the marker ``zephyr`` (or is
 the document ``vault.md``): an ``alpha`` caller must never see it, through the library, every
-REST endpoint, every MCP tool and every template, whatever the body asks. The LLM is the
+REST endpoint, every MCP tool and every template, whatever the body asks. One alias of beta's
+has no marker ("Gateway Edge" of AuthService): it must not even match for alpha. The LLM is the
 scripted OpenAI-compatible server of tests/fakellm.py, the one stand-in the tests allow.
 """
 
@@ -67,7 +68,7 @@ def _extraction(chunk: str) -> dict[str, Any]:
     entities, relations = [], []
     if "AuthService" in chunk:
         entities.append(
-            _entity("AuthService", "Service", "zephyr auth" if beta else "", ("ZephyrAuth",))
+            _entity("AuthService", "Service", "zephyr auth", ("ZephyrAuth", "Gateway Edge"))
             if beta
             else _entity("AuthService", "Service")
         )
@@ -104,7 +105,14 @@ def responder(request: dict[str, Any]) -> Reply:
         str(m.get("content") or "") for m in request["messages"] if m["role"] == "user"
     )
     if '"choice"' in schema:  # /query: the hostile one names beta's entity
-        entity = "Zephyrvault" if "secret store" in user.casefold() else "AuthService"
+        asked = user.casefold()
+        entity = (
+            "Zephyrvault"
+            if "secret store" in asked
+            else "Gateway Edge"  # beta's alias of AuthService: no marker in it
+            if "edge gateway" in asked
+            else "AuthService"
+        )
         return Reply(payload={"choice": {"template": "entity_sources", "entity": entity}})
     if "insufficient_context" in schema:  # /answer: cite the first chunk offered
         found = re.search(r"\[chunk (\S+)\]", user)
@@ -442,6 +450,62 @@ def test_a_scoped_key_runs_every_template_in_its_scope_only(
     bad = api.post("/search/local", json={"query": "x", "namespaces": []}, headers=alpha)
     assert bad.status_code == 422
     assert "namespaces" in bad.text
+
+
+def test_an_alias_of_another_namespace_never_matches_for_a_scoped_key(
+    corpus: Corpus, driver: Driver, api: httpx.Client
+) -> None:
+    """Issue 39, C1: beta named AuthService "Gateway Edge" (and "ZephyrAuth"). For alpha no
+    template that matches names finds AuthService by those words, and /query suggests
+    nothing; alpha's own alias of PostgreSQL still matches, and beta and an unscoped key
+    find AuthService by beta's alias."""
+    auth, postgres = corpus.ids(driver)["AuthService"], corpus.ids(driver)["PostgreSQL"]
+
+    def found(name: str, params: dict[str, Any], key: str) -> set[str]:
+        resp = api.post(f"/templates/{name}", json=params, headers=_as(key))
+        assert resp.status_code == 200, (name, resp.text)
+        rows = resp.json()["rows"]
+        if name == "entity_seeds":
+            return {str(h["id"]) for h in rows[0]["fulltext"]}
+        if name == "name_links":
+            return {corpus.ids(driver)[str(r["name"])] for r in rows}
+        return {str(r["id"]) for r in rows}
+
+    probes = {
+        "entity_links": [
+            {"phrases": [["gateway", "edge"]]},
+            {"phrases": [["gateway"]]},
+            {"phrases": [["edge"]]},
+            {"phrases": [["zephyrauth"]]},
+        ],
+        "name_links": [{"phrases": ["Gateway Edge"]}, {"phrases": ["edge"]}],
+        "entity_seeds": [{"text": "Gateway Edge"}, {"text": "edge"}, {"text": "ZephyrAuth"}],
+    }
+    for name, bodies in probes.items():
+        for body in bodies:
+            assert auth in found(name, body, ADMIN_KEY), (name, body)
+            assert auth in found(name, body, BETA_KEY), (name, body)
+            assert auth not in found(name, body, ALPHA_KEY), (name, body)
+    # The library, scoped by argument, the same.
+    with KnowledgeGraph(corpus.settings) as graph:
+        scoped = graph.run_template(
+            "entity_links", {"phrases": [["gateway"]], "namespaces": ["alpha"]}
+        )
+        assert scoped.rows == []
+        assert graph.run_template("entity_links", {"phrases": [["gateway"]]}).rows
+    # Alpha's own alias of a shared entity still links for alpha (and is not beta's).
+    assert found("entity_links", {"phrases": [["postgres"]]}, ALPHA_KEY) == {postgres}
+    assert found("entity_seeds", {"text": "Postgres"}, ALPHA_KEY) == {postgres}
+    assert postgres not in found("entity_links", {"phrases": [["pgzephyr"]]}, ALPHA_KEY)
+    # /query: the LLM names beta's alias; alpha is told of no entity and offered no name.
+    question = {"question": "Which chunks mention the edge gateway?"}
+    refused = api.post("/query", json=question, headers=_as(ALPHA_KEY))
+    assert refused.status_code == 422, refused.text
+    assert "AuthService" not in refused.text
+    assert "closest: none" in refused.text
+    for key in (BETA_KEY, ADMIN_KEY):
+        served = api.post("/query", json=question, headers=_as(key))
+        assert served.status_code == 200, served.text
 
 
 # -- scoped keys: MCP over HTTP ------------------------------------------------------------------

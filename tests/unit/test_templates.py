@@ -41,7 +41,7 @@ PINNED = {
     ("relations_valid_at", "default"): "29aa85ff8f77bb88",
     ("entity_by_id", "default"): "93d67aacc1a71ed6",
     ("entity_details", "default"): "1a4de69cd791648b",
-    ("entity_seeds", "default"): "834d959d23290a3f",
+    ("entity_seeds", "default"): "a4e3073b0ac986e9",
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "c68b2a7a4b1f2d6f",
@@ -50,7 +50,7 @@ PINNED = {
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
     ("corpus_languages", "default"): "cf58f680559bb800",
-    ("entity_links", "default"): "247b2dda8bdb2fc1",
+    ("entity_links", "default"): "0e0665eb8d091494",
     ("counted_links", "default"): "41f05d18eff15707",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
@@ -59,7 +59,7 @@ PINNED = {
     ("relation_types", "default"): "4fa963817c7f1910",
     ("community_reports", "default"): "cc2fb5a79bbe4ea2",
     ("namespaces", "default"): "a6928f0317717269",
-    ("name_links", "default"): "c578c01040db627c",
+    ("name_links", "default"): "c7ee1a8338211184",
 }
 
 
