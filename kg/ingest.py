@@ -35,11 +35,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -63,6 +64,7 @@ from kg.extract.ontology import ontology_from_settings
 from kg.extract.prompts import PROMPT_VERSION
 from kg.graph.lock import GraphLock
 from kg.graph.meta import ensure_current
+from kg.graph.shard_runs import StagingShard, live_shards, staging_shard, wait_for_shards
 from kg.graph.staging import LocalStaging, Staged, Staging, StagingStore
 from kg.graph.writer import (
     Bounds,
@@ -88,6 +90,8 @@ from kg.resolve.russian import Morphology
 from kg.resolve.stated import stated_abbreviations
 from kg.settings import Settings
 from kg.shards import Shard
+
+log = logging.getLogger(__name__)
 
 STAGES = ("load", "chunk", "extract", "resolve", "write")
 
@@ -294,37 +298,45 @@ def ingest(
     writer = writer or make_writer(settings, driver, chunk_embedder)
 
     method = _method(settings, triplets, graph)
-    with clock.stage("load"):
-        loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
-        plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
-        if shard is not None:
-            _own_shard(plan, shard, summary)
-        _removals(plan, root, triplets, summary, prune=prune, keep_missing=keep_missing)
-        if shard is not None:
-            _own_removals(plan, shard, summary)
-    with clock.stage("chunk", len(plan.todo)):
-        _chunk(settings, plan, summary, progress)
-    if dry_run:
-        _estimate(settings, plan, method=method, summary=summary)
-        summary.seconds = round(time.monotonic() - started, 3)
-        return summary
+    # A shard is marked staging until it has: a finish waits for it (kg/graph/shard_runs.py).
+    with _marked(settings, driver, source, shard, dry_run):
+        with clock.stage("load"):
+            loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
+            plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
+            if shard is not None:
+                _own_shard(plan, shard, summary)
+            _removals(plan, root, triplets, summary, prune=prune, keep_missing=keep_missing)
+            if shard is not None:
+                _own_removals(plan, shard, summary)
+        with clock.stage("chunk", len(plan.todo)):
+            _chunk(settings, plan, summary, progress)
+        if dry_run:
+            _estimate(settings, plan, method=method, summary=summary)
+            summary.seconds = round(time.monotonic() - started, 3)
+            return summary
 
-    # Extraction (or import): only validated results go on; failures are recorded.
-    incomplete: set[str] = set()
-    with clock.stage("extract", None if triplets is not None else len(plan.all_chunks)):
-        facts = _facts(settings, plan, triplets, graph, summary, incomplete, progress, reextract)
-    summary.documents_incomplete = len(incomplete)
+        # Extraction (or import): only validated results go on; failures are recorded.
+        incomplete: set[str] = set()
+        chunks = None if triplets is not None else len(plan.all_chunks)
+        with clock.stage("extract", chunks):
+            facts = _facts(
+                settings, plan, triplets, graph, summary, incomplete, progress, reextract
+            )
+        summary.documents_incomplete = len(incomplete)
 
-    # Documents and chunks are written here; their facts are staged (in the graph for a
-    # worker of many, in this process for one), and resolution runs once over everything
-    # staged (one worker or many: the same graph).
-    shared = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
-    staging: Staging = shared if shard is not None or finish is False else LocalStaging(shared)
-    with clock.stage("write", 3):
-        _stage(writer, staging, plan, facts, chunk_embedder, incomplete, summary, method, progress)
-        if triplets is None:
-            _adopt_roots(writer, plan, summary.root)
-    if _finish_due(staging, source, shard, finish, summary):
+        # Documents and chunks are written here; their facts are staged (in the graph for a
+        # worker of many, in this process for one), and resolution runs once over everything
+        # staged (one worker or many: the same graph).
+        shared = StagingStore(driver, settings.neo4j.database, settings.write.batch_size)
+        staging: Staging = shared if shard is not None or finish is False else LocalStaging(shared)
+        with clock.stage("write", 3):
+            _stage(
+                writer, staging, plan, facts, chunk_embedder, incomplete, summary, method, progress
+            )
+            if triplets is None:
+                _adopt_roots(writer, plan, summary.root)
+        due = _finish_due(staging, source, shard, finish, summary)
+    if due:
         parts = _Parts(settings, embedder, adjudicator or make_adjudicator(settings), progress)
         finish_staged(writer, staging, parts, summary, clock)
     summary.seconds = round(time.monotonic() - started, 3)
@@ -733,6 +745,16 @@ def _payload(
     }
 
 
+def _marked(
+    settings: Settings, driver: Driver, source: str, shard: Shard | None, dry_run: bool
+) -> AbstractContextManager[None]:
+    """A shard's staging mark for the block (none for one worker, or a dry run)."""
+    if shard is None or dry_run:
+        return nullcontext()
+    lease = settings.write.resolve_lease_s
+    return staging_shard(driver, settings.neo4j.database, source, shard.index, shard.count, lease)
+
+
 def _finish_due(
     staging: Staging,
     source: str,
@@ -780,7 +802,7 @@ def finish_staged(
         writer.driver, writer.database, "resolve", lease_s=settings.write.resolve_lease_s
     )
     with lock.held(wait_s=settings.write.resolve_wait_s):
-        staged = staging.staged(summary.source)
+        staged = _whole_round(writer, staging, summary.source, settings.write.resolve_wait_s)
         summary.finished = True
         if not staged:
             return
@@ -811,6 +833,21 @@ def finish_staged(
             lock.check()
             staging.clear(staged, summary.source)
             parts.progress.advance()
+
+
+def _whole_round(writer: GraphWriter, staging: Staging, source: str, wait_s: float) -> Staged:
+    """What is staged for ``source`` once no shard is staging: read, then checked again, so a
+    shard that began while it was read is waited for and the read repeated."""
+
+    def waiting(live: list[StagingShard]) -> None:
+        listed = ", ".join(str(s) for s in live)
+        log.warning("the finish waits for shards still staging: %s", listed)
+
+    while True:
+        wait_for_shards(writer.driver, writer.database, source, wait_s, waiting=waiting)
+        staged = staging.staged(source)
+        if not live_shards(writer.driver, writer.database, source):
+            return staged
 
 
 def _unstaged(

@@ -425,16 +425,17 @@ class WriteSettings(BaseModel):
         60.0,
         ge=1,
         le=3600,
-        description="Lease of the graph's resolve lock (parallel ingest, kg/graph/lock.py): "
-        "renewed while the finish pass runs; a worker that died holding it blocks the others "
-        "this long at most.",
+        description="Lease of the graph's resolve lock (parallel ingest, kg/graph/lock.py) "
+        "and of a shard's staging mark (kg/graph/shard_runs.py): renewed while the work runs; "
+        "a worker that died holding one blocks the others this long at most.",
     )
     resolve_wait_s: float = Field(
         3600.0,
         ge=0,
         le=86_400,
         description="How long a finish pass waits for the resolve lock that another worker "
-        "holds before it gives up (the staged facts stay; rerun or `kg ingest --finish`).",
+        "holds, and for shards of its source still staging, before it gives up (the staged "
+        "facts stay; rerun or `kg ingest --finish`).",
     )
 
 

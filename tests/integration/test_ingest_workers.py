@@ -12,15 +12,18 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 from neo4j import Driver
 
-from kg.ingest import ingest
+from kg.graph.shard_runs import ShardsStaging, live_shards, staging_shard
+from kg.ingest import finish_ingest, ingest
 from kg.ingest_workers import ingest_parallel
 from kg.settings import Settings
 from kg.shards import Shard, shard_of
@@ -79,7 +82,7 @@ def _leftovers(driver: Driver) -> int:
     """Coordination state a finished graph must not keep."""
     return int(
         driver.execute_query(
-            "MATCH (n) WHERE n:KgLock OR n:KgStaged OR n:KgShardDone "
+            "MATCH (n) WHERE n:KgLock OR n:KgStaged OR n:KgShardDone OR n:KgShardStaging "
             "OR n.staged IS NOT NULL OR n.staged_gone IS NOT NULL RETURN count(n) AS n"
         ).records[0]["n"]
     )
@@ -247,4 +250,78 @@ def test_folders_too_and_a_shard_removes_only_its_own_gone_documents(
     assert mine.finished
     assert gone not in _documents(clean_graph)
     assert len(_documents(clean_graph)) == 11
+    assert _leftovers(clean_graph) == 0
+
+
+# -- a finish while a shard stages (issue 39, C4) --------------------------------------------
+
+
+class _HoldAt:
+    """Progress that holds the run when it reaches ``name`` (the shard is still staging)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def stage(self, name: str, total: int | None) -> None:
+        if name == self.name and not self.reached.is_set():
+            self.reached.set()
+            assert self.release.wait(300)
+
+    def advance(self, amount: int = 1) -> None:
+        pass
+
+
+def _entities(driver: Driver) -> int:
+    return int(driver.execute_query("MATCH (e:Entity) RETURN count(e) AS n").records[0]["n"])
+
+
+@pytest.mark.slow
+def test_a_finish_waits_for_a_shard_still_staging(
+    one_worker: Any, clean_graph: Driver, settings: Settings, folder: Path
+) -> None:
+    first = ingest(settings, clean_graph, folder, triplets=CORPUS, shard=Shard(0, 2))
+    assert first.finished is False
+    hold = _HoldAt("write")  # shard 1 has loaded, chunked and read its triplets: not staged
+    with ThreadPoolExecutor(2) as pool:
+        second = pool.submit(
+            ingest, settings, clean_graph, folder, triplets=CORPUS, shard=Shard(1, 2),
+            progress=hold,
+        )  # fmt: skip
+        assert hold.reached.wait(120)
+        finishing = pool.submit(finish_ingest, settings, clean_graph, folder)
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and not finishing.done():
+            assert _entities(clean_graph) == 0, "the finish resolved part of the round"
+            time.sleep(0.2)
+        assert not finishing.done()
+        hold.release.set()
+        results = [second.result(timeout=300), finishing.result(timeout=300)]
+    assert all(r.finished for r in results)
+    assert sum(r.entities_created for r in results) > 0
+    assert _leftovers(clean_graph) == 0
+    assert snapshot(clean_graph) == one_worker
+
+
+def test_a_finish_gives_up_naming_the_shard_and_a_dead_shard_blocks_one_lease(
+    clean_graph: Driver, settings: Settings, folder: Path
+) -> None:
+    source, db = str(folder), settings.neo4j.database
+    impatient = settings.model_copy(deep=True)
+    impatient.write.resolve_wait_s = 1
+    with (
+        staging_shard(clean_graph, db, source, 3, 4, lease_s=60),
+        pytest.raises(ShardsStaging, match=r"3/4 \(") as refused,
+    ):
+        finish_ingest(impatient, clean_graph, folder)
+    assert "write.resolve_wait_s" in str(refused.value)
+    # A shard that died: its lease runs out, the finish goes on and deletes the mark.
+    clean_graph.execute_query(
+        "CREATE (:KgShardStaging {source: $s, index: 2, count: 4, owner: 'gone:1:x',"
+        " expires: datetime() - duration({seconds: 1})})",
+        s=source,
+    )
+    assert live_shards(clean_graph, db, source) == []
+    assert finish_ingest(impatient, clean_graph, folder).finished
     assert _leftovers(clean_graph) == 0
