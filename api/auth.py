@@ -209,13 +209,15 @@ class AccessPolicy:
         """The client's address: the socket peer, unless the peer is a trusted proxy and
         ``X-Forwarded-For`` (its values, in order) names one; then the rightmost address not
         itself a trusted proxy. A malformed entry there ends the walk at the proxy that
-        reported it: a trusted proxy writes addresses, so anything else is not believed."""
+        reported it: a trusted proxy writes addresses, so anything else is not believed. An
+        IPv6 zone id (``fe80::1%eth0``) names an interface of the proxy's host, not a client:
+        such a hop is malformed too (else one client could count as many, one per zone)."""
         if not self.trusted_proxies or not self._trusted(peer):
             return peer
         hops = [hop.strip() for value in forwarded_for for hop in value.split(",")]
         nearest = peer
         for hop in reversed([h for h in hops if h]):
-            address = _ip(hop)
+            address = None if "%" in hop else _ip(hop)
             if address is None:
                 return nearest
             if not self._trusted(hop):

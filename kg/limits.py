@@ -26,6 +26,12 @@ most 4 UTF-8 bytes, so 1,024 characters are at most 4,096 bytes, half of Neo4j's
   entity ids are 20 characters, so only a library caller's 900-character entity ids could make a
   longer key; such a relation gets no fact node.
 
+- :data:`MAX_DESCRIPTION_CHARS` (2,000) for an entity's or a relation's description ("one
+  sentence from the text"): not indexed, but stored, returned by every read and sent to the
+  LLM in answers, so a 1,000,000-character description from a hostile extraction or triplets
+  file would be too (issue 39). It is cut with :func:`cut_name`, never refused: a cut
+  description merges nothing.
+
 The graph writer applies the same cuts again to every row it writes, so no caller of the
 library can reach an index with an unbounded value either.
 
@@ -40,6 +46,7 @@ import hashlib
 
 __all__ = [
     "INDEX_KEY_BYTES",
+    "MAX_DESCRIPTION_CHARS",
     "MAX_FACT_CHARS",
     "MAX_FACT_KEY_CHARS",
     "MAX_KEY_CHARS",
@@ -56,6 +63,7 @@ MAX_NAME_CHARS = 300
 MAX_KEY_CHARS = 1024
 MAX_FACT_CHARS = 1024
 MAX_FACT_KEY_CHARS = 2000
+MAX_DESCRIPTION_CHARS = 2000
 _ELLIPSIS = "…"
 _HASH_CHARS = 16
 

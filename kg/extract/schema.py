@@ -27,7 +27,7 @@ from pydantic import (
 
 from kg.extract.ontology import Ontology
 from kg.extract.predicates import canonical_predicate, normalize_predicate
-from kg.limits import MAX_NAME_CHARS
+from kg.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, cut_name
 from kg.names import plain_name
 
 __all__ = [
@@ -82,11 +82,12 @@ def _clean_name(value: Any) -> str:
 
 
 def _clean_text(value: Any) -> str:
+    """A description: stripped, and cut at the bound (kg/limits.py) rather than refused."""
     if value is None:
         return ""
     if not isinstance(value, str):
         raise ValueError("must be a string")
-    return value.strip()
+    return cut_name(value.strip(), MAX_DESCRIPTION_CHARS)
 
 
 def _to_predicate(value: Any) -> str:

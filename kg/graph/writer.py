@@ -32,7 +32,7 @@ from kg.errors import StoreError
 from kg.graph.facts import UPSERT_FACTS, fact_rows, pages
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.languages import BY_CODE, LanguageCode
-from kg.limits import MAX_NAME_CHARS, cut_key, cut_name
+from kg.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, cut_key, cut_name
 from kg.models import GENERIC_RELATION_TYPE, STRUCTURAL_TYPES, KnownEntity, is_relation_type
 from kg.resolve.vectors import Embedder
 
@@ -548,7 +548,7 @@ class GraphWriter:
                 "name": cut_name(e.name),  # indexed, like the type (kg/limits.py)
                 "type": cut_name(e.type),
                 "label": labels.get(e.type),
-                "description": e.description,
+                "description": cut_name(e.description, MAX_DESCRIPTION_CHARS),
                 "aliases": self._bounded_aliases(e.aliases),
                 "embedding": e.embedding,
                 "namespace": e.namespace,
@@ -593,7 +593,7 @@ class GraphWriter:
                     "props": {
                         "key": r.key,
                         "predicate": r.predicate,
-                        "description": r.description,
+                        "description": cut_name(r.description, MAX_DESCRIPTION_CHARS),
                         "weight": r.weight,
                         "validFrom": r.valid_from,
                         "validTo": r.valid_to,

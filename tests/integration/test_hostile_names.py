@@ -20,7 +20,7 @@ from kg.errors import ConfigError
 from kg.graph.meta import MODEL_VERSION, read_model
 from kg.graph.migrate import migrate
 from kg.ingest import ingest, make_writer
-from kg.limits import MAX_KEY_CHARS, MAX_NAME_CHARS
+from kg.limits import MAX_DESCRIPTION_CHARS, MAX_KEY_CHARS, MAX_NAME_CHARS
 from kg.settings import Settings
 from tests.clienv import cli_env
 
@@ -219,3 +219,39 @@ def test_migrate_converts_model_1_types_that_are_not_predicates(
     assert stored == {("X_Y", "RELATED", 0.5), ("DEPENDS_ON", "DEPENDS_ON", 0.9),
                       ("USES_IT", "RELATED", None)}  # fmt: skip
     assert migrate(clean_graph, db, make_writer(settings, clean_graph)).notes == ["nothing to do"]
+
+
+# -- issue 39: a description is bounded as a name is ---------------------------------------------
+
+
+def test_a_million_character_description_is_stored_and_returned_cut(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    huge = "Alpha " + "описание " * 120_000  # over 1,000,000 characters
+    triplets = _jsonl(
+        tmp_path / "t.jsonl",
+        {"id": "d", "title": "D", "text": "Alpha uses Beta.",
+         "entities": [{"name": "Alpha", "type": "Service", "description": huge}],
+         "triplets": [{"subject": "Alpha", "predicate": "uses", "object": "Beta",
+                       "description": huge}]},
+    )  # fmt: skip
+    summary = ingest(settings, clean_graph, tmp_path, triplets=triplets)
+    assert summary.ok
+    assert not summary.import_errors
+    stored = clean_graph.execute_query(
+        "MATCH (e:Entity {name: 'Alpha'})-[r]->(:Entity {name: 'Beta'})"
+        " RETURN e.description AS e, r.description AS r"
+    ).records[0]
+    for text in (stored["e"], stored["r"]):
+        assert len(text) == MAX_DESCRIPTION_CHARS
+        assert text.startswith("Alpha описание")
+        assert text.endswith("…")
+    from kg import KnowledgeGraph
+
+    with KnowledgeGraph(settings) as graph:
+        found = graph.search("Alpha", mode="graph")
+    shown = [e.description or "" for e in found.entities] + [
+        r.description or "" for r in found.relations
+    ]
+    assert any(shown)
+    assert max(len(t) for t in shown) <= MAX_DESCRIPTION_CHARS
