@@ -9,6 +9,7 @@ overlap, only inside blocks too big for one chunk. Token counts are an offline a
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import math
@@ -145,29 +146,113 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+_MOVED_OUT = "moved outside the folder (a new symlink); not read"
+_BECAME_LINK = "became a symlink while it was loaded; not read"
+_CHANGED_DIR = "directory changed during the walk; not read"
+# A FIFO swapped in after the type check must not block the open; nor may a tty become ours.
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """The folder being loaded, held open by a descriptor for the whole load.
+
+    With ``confined``, every directory listed and every file read is opened from that
+    descriptor one name at a time and never through a symlink (an ``openat`` walk of the
+    resolved path): whatever is swapped in after a check, what is opened is inside the folder.
+    """
+
+    real: Path
+    fd: int
+    confined: bool
+
+    def resolve(self, path: Path) -> Path:
+        """``path`` with every symlink resolved; :class:`_Skip` if that leaves the folder."""
+        real = Path(os.path.realpath(path))
+        if self.confined and not _inside(real, self.real):
+            raise _Skip(_MOVED_OUT)
+        return real
+
+    def open(self, path: Path, flags: int) -> int:
+        """A descriptor for ``path``; :class:`_Skip` when it leads outside, OSError else."""
+        if not self.confined:
+            return os.open(path, flags)
+        real = self.resolve(path)
+        parts = real.relative_to(self.real).parts
+        *parents, last = parts or (".",)
+        fd = self.fd
+        try:
+            for name in parents:
+                parent, fd = fd, os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                if parent != self.fd:
+                    os.close(parent)
+            return os.open(last, flags | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a name realpath saw as no link is one now
+                raise _Skip(_BECAME_LINK) from exc
+            raise
+        finally:
+            if fd != self.fd:
+                os.close(fd)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    is_link: bool = False
+    is_dir: bool = False
+    error: str | None = None
+
+
+def _list(tree: _Tree, directory: Path, ident: tuple[int, int]) -> list[_Entry]:
+    """The directory's entries, sorted, if it is still the directory the walk checked."""
+    try:
+        fd = tree.open(directory, _DIR_FLAGS)
+    except OSError as exc:
+        raise _Skip(f"unreadable directory: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != ident:
+            raise _Skip(_CHANGED_DIR)
+        entries: list[_Entry] = []
+        # The entries answer through this descriptor: read them all before it closes.
+        with os.scandir(fd) as it:
+            for entry in sorted(it, key=lambda e: e.name):
+                try:
+                    entries.append(_Entry(entry.name, entry.is_symlink(), entry.is_dir()))
+                except OSError as exc:
+                    entries.append(_Entry(entry.name, error=exc.strerror))
+        return entries
+    except OSError as exc:
+        raise _Skip(f"unreadable directory: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+
+
 # Long on purpose: the folder walk and its symlink boundary checks belong together.
-def _walk(
-    root: Path, skipped: list[SkippedFile], *, follow_symlinks: bool = False
-) -> Iterator[tuple[Path, str]]:
+def _walk(tree: _Tree, root: Path, skipped: list[SkippedFile]) -> Iterator[tuple[Path, str]]:
     """Yield (path, relpath) of candidate files, sorted, without recursion.
 
-    A symlink whose target lies outside the resolved root is skipped and reported, unless
-    ``follow_symlinks``: a link to /etc/passwd or ~/.ssh in a shared folder must not send its
-    text to the LLM. Symlinks inside the root are followed, and the file read is the link's
-    resolved target. Symlinked directories are followed once; a directory whose real identity
-    was already visited (a loop, or a second link to the same tree) is reported, not re-entered.
+    A symlink whose target lies outside the resolved root is skipped and reported, unless the
+    tree is not confined (``follow_symlinks``): a link to /etc/passwd or ~/.ssh in a shared
+    folder must not send its text to the LLM. Symlinks inside the root are followed, and the
+    file read is the link's resolved target. Symlinked directories are followed once; a
+    directory whose real identity was already visited (a loop, or a second link to the same
+    tree) is reported, not re-entered. A directory is listed only if it is still the one
+    checked when its parent was (a swap for a link mid-walk is reported, not followed).
     """
-    real_root = root.resolve()
-    root_stat = root.stat()
-    seen: set[tuple[int, int]] = {(root_stat.st_dev, root_stat.st_ino)}
-    stack: list[tuple[Path, str]] = [(root, "")]
+    root_stat = os.fstat(tree.fd)
+    root_ident = (root_stat.st_dev, root_stat.st_ino)
+    seen: set[tuple[int, int]] = {root_ident}
+    stack: list[tuple[Path, str, tuple[int, int]]] = [(root, "", root_ident)]
     found: list[tuple[str, Path]] = []
     while stack:
-        directory, prefix = stack.pop()
+        directory, prefix, ident = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError as exc:
-            skipped.append(SkippedFile(prefix or ".", f"unreadable directory: {exc.strerror}"))
+            entries = _list(tree, directory, ident)
+        except _Skip as skip:
+            skipped.append(SkippedFile(prefix or ".", str(skip)))
             continue
         for entry in entries:
             rel = f"{prefix}{entry.name}"
@@ -175,40 +260,37 @@ def _walk(
                 # Neo4j stores only valid Unicode: such a name could never become a path.
                 skipped.append(SkippedFile(printable_path(rel), _NOT_UTF8))
                 continue
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError as exc:
-                skipped.append(SkippedFile(rel, f"unreadable: {exc.strerror}"))
+            if entry.error is not None:
+                skipped.append(SkippedFile(rel, f"unreadable: {entry.error}"))
                 continue
-            path = Path(entry.path)
-            if is_link and not follow_symlinks:
-                path = Path(os.path.realpath(entry.path))
-                if not _inside(path, real_root):
+            path = directory / entry.name
+            if entry.is_link and tree.confined:
+                path = Path(os.path.realpath(path))
+                if not _inside(path, tree.real):
                     skipped.append(
                         SkippedFile(
-                            rel + ("/" if is_dir else ""),
+                            rel + ("/" if entry.is_dir else ""),
                             f"symlink to outside the folder ({path}); not read "
                             "(--follow-symlinks reads it)",
                         )
                     )
                     continue
-            if is_dir:
+            if entry.is_dir:
                 if entry.name in IGNORED_DIRS:
                     skipped.append(SkippedFile(rel + "/", "ignored directory"))
                     continue
                 try:
-                    st = os.stat(entry.path)
+                    st = os.stat(path)
                 except OSError as exc:
                     skipped.append(SkippedFile(rel + "/", f"unreadable directory: {exc}"))
                     continue
-                ident = (st.st_dev, st.st_ino)
-                if ident in seen:
-                    reason = "symlink loop" if is_link else "directory already visited"
+                child = (st.st_dev, st.st_ino)
+                if child in seen:
+                    reason = "symlink loop" if entry.is_link else "directory already visited"
                     skipped.append(SkippedFile(rel + "/", reason))
                     continue
-                seen.add(ident)
-                stack.append((Path(entry.path), rel + "/"))
+                seen.add(child)
+                stack.append((path, rel + "/", child))
             else:
                 found.append((rel, path))
     for rel, found_path in sorted(found):
@@ -228,7 +310,9 @@ def load_folder(
     ``include``/``exclude`` are globs on the relative POSIX path (``docs/**/*.md``, ``*.pdf``;
     a pattern without ``/`` also matches the bare file name). Exclusion wins.
     Nothing outside the resolved ``root`` is read: symlinks that lead out of it are reported
-    in ``skipped``, unless ``follow_symlinks`` (``kg ingest --follow-symlinks``).
+    in ``skipped``, unless ``follow_symlinks`` (``kg ingest --follow-symlinks``), and so is a
+    file or directory swapped for such a link while the folder loads. A file that changes
+    meanwhile is read once, within ``max_file_bytes``; its hash is that text's.
     """
     root = Path(root)
     if not root.is_dir():
@@ -236,12 +320,20 @@ def load_folder(
             # A single file is a folder of one: handy for `kg ingest notes.md`.
             if not is_valid_unicode(root.name):
                 return LoadResult(skipped=[SkippedFile(printable_path(root.name), _NOT_UTF8)])
-            return _load_files([(root, root.name)], include, exclude, max_file_bytes, [])
+            return _load_files([(root, root.name)], include, exclude, max_file_bytes, [], None)
         raise FileNotFoundError(f"not a folder: {root}")
-    skipped: list[SkippedFile] = []
-    files = list(_walk(root, skipped, follow_symlinks=follow_symlinks))
-    confine = None if follow_symlinks else root.resolve()
-    return _load_files(files, include, exclude, max_file_bytes, skipped, confine=confine)
+    real = root.resolve()
+    try:
+        fd = os.open(real, _DIR_FLAGS)
+    except OSError as exc:
+        return LoadResult(skipped=[SkippedFile(".", f"unreadable directory: {exc.strerror}")])
+    tree = _Tree(real, fd, confined=not follow_symlinks)
+    try:
+        skipped: list[SkippedFile] = []
+        files = list(_walk(tree, root, skipped))
+        return _load_files(files, include, exclude, max_file_bytes, skipped, tree)
+    finally:
+        os.close(fd)
 
 
 def _load_files(
@@ -250,8 +342,7 @@ def _load_files(
     exclude: Sequence[str],
     max_file_bytes: int,
     skipped: list[SkippedFile],
-    *,
-    confine: Path | None = None,
+    tree: _Tree | None,
 ) -> LoadResult:
     documents: list[Document] = []
     for path, rel in files:
@@ -259,12 +350,8 @@ def _load_files(
         if reason is not None:
             skipped.append(SkippedFile(rel, reason))
             continue
-        if confine is not None and not _inside(Path(os.path.realpath(path)), confine):
-            # checked again just before reading: the tree may have changed since the walk
-            skipped.append(SkippedFile(rel, "moved outside the folder (a new symlink); not read"))
-            continue
         try:
-            documents.append(_load_file(path, rel, max_file_bytes))
+            documents.append(_load_file(path, rel, max_file_bytes, tree))
         except _Skip as skip:
             skipped.append(SkippedFile(rel, str(skip)))
     skipped.sort(key=lambda s: s.path)
@@ -288,24 +375,11 @@ def _kind(path: Path) -> str | None:
     return None
 
 
-def _load_file(path: Path, rel: str, max_file_bytes: int) -> Document:
+def _load_file(path: Path, rel: str, max_file_bytes: int, tree: _Tree | None) -> Document:
     kind = _kind(path)
     if kind is None:
         raise _Skip(f"unsupported file type {path.suffix.lower()!r}")
-    try:
-        st = path.stat()  # size first: a huge file is never read
-    except OSError as exc:
-        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise _Skip("not a regular file")
-    if st.st_size > max_file_bytes:
-        raise _Skip(f"too large: {st.st_size} bytes > {max_file_bytes}")
-    if st.st_size == 0:
-        raise _Skip("empty file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
+    data = _read(path, max_file_bytes, tree)
 
     if kind == "pdf":
         text, title = _pdf_text(path, data)
@@ -331,6 +405,46 @@ def _load_file(path: Path, rel: str, max_file_bytes: int) -> Document:
         text=text,
         sha256=_sha256(text),
     )
+
+
+def _checked(st: os.stat_result, max_file_bytes: int) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise _Skip("not a regular file")
+    if st.st_size > max_file_bytes:
+        raise _Skip(f"too large: {st.st_size} bytes > {max_file_bytes}")
+    if st.st_size == 0:
+        raise _Skip("empty file")
+
+
+def _read(path: Path, max_file_bytes: int, tree: _Tree | None) -> bytes:
+    """The file's bytes, read once through one descriptor and never more than the bound.
+
+    The type and size are checked by path first (a huge file or a device is never opened),
+    then again on the open descriptor: the file may have been swapped or grown since.
+    """
+    where = tree.resolve(path) if tree is not None else path  # outside: not even a stat
+    try:
+        _checked(where.stat(), max_file_bytes)
+        fd = tree.open(where, _FILE_FLAGS) if tree is not None else os.open(where, _FILE_FLAGS)
+    except OSError as exc:
+        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
+    try:
+        _checked(os.fstat(fd), max_file_bytes)
+        blocks: list[bytes] = []
+        left = max_file_bytes + 1  # one byte past the bound tells a file that grew
+        while left > 0:
+            block = os.read(fd, min(left, 1 << 20))
+            if not block:
+                break
+            blocks.append(block)
+            left -= len(block)
+    except OSError as exc:
+        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise _Skip(f"too large: it grew past {max_file_bytes} bytes while read")
+    return b"".join(blocks)
 
 
 def _decode(data: bytes) -> str:

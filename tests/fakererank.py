@@ -9,7 +9,10 @@ No reranking model runs here, so tests talk to this server through kg's real cli
 
 Each request is answered by the next scripted :class:`RerankReply` or, when the script is
 empty, by scoring every document with ``score(query, document)`` (by default: how many of the
-query's words it contains). HTTP, JSON, status codes and timing are real.
+query's words it contains). HTTP, JSON, status codes and timing are real. A hostile endpoint is
+scripted too: any bytes as the body, any headers (a ``Content-Encoding`` it did not apply),
+chunked framing, or a body trickled a byte at a time; ``sent`` counts the body bytes each
+answer got onto the wire before the client hung up.
 
 Usage::
 
@@ -20,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -33,12 +37,18 @@ from typing import Any, Literal
 
 @dataclass
 class RerankReply:
-    """One scripted answer: ``payload`` is JSON-encoded, ``raw_body`` sent verbatim."""
+    """One scripted answer: ``payload`` is JSON-encoded, ``raw_body`` sent verbatim.
+
+    ``headers`` are added to (or replace) the defaults; ``chunked`` sends the body in chunked
+    framing with no ``Content-Length``; ``trickle_s`` pauses before each byte of the body."""
 
     payload: Any = None
     status: int = 200
-    raw_body: str | None = None
+    raw_body: str | bytes | None = None
     delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    chunked: bool = False
+    trickle_s: float = 0.0
 
 
 def word_overlap(query: str, document: str) -> float:
@@ -55,6 +65,7 @@ class ScriptedReranker:
     score: Callable[[str, str], float] = word_overlap
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    sent: list[int] = field(default_factory=list)
     _queue: deque[RerankReply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -94,6 +105,11 @@ class ScriptedReranker:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                # A client that hung up between requests is no error of the server's.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    super().handle()
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -105,19 +121,41 @@ class ScriptedReranker:
                     reply = RerankReply(payload=owner.answer(body))
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                data = (
-                    reply.raw_body.encode()
-                    if reply.raw_body is not None
-                    else json.dumps(reply.payload).encode()
-                )
+                if isinstance(reply.raw_body, bytes):
+                    data = reply.raw_body
+                elif reply.raw_body is not None:
+                    data = reply.raw_body.encode()
+                else:
+                    data = json.dumps(reply.payload).encode()
+                sent = 0
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    headers = {"Content-Type": "application/json"}
+                    if reply.chunked:
+                        headers["Transfer-Encoding"] = "chunked"
+                    else:
+                        headers["Content-Length"] = str(len(data))
+                    for name, value in {**headers, **reply.headers}.items():
+                        self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    step = 1 if reply.trickle_s else 64 * 1024
+                    view = memoryview(data)
+                    for start in range(0, len(data), step):
+                        part = view[start : start + step]
+                        if reply.trickle_s:
+                            time.sleep(reply.trickle_s)
+                        if reply.chunked:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                        else:
+                            self.wfile.write(part)
+                        sent += len(part)
+                    if reply.chunked:
+                        self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout tests)
+                    self.close_connection = True  # the client gave up (timeout and size tests)
+                finally:
+                    with owner._lock:
+                        owner.sent.append(sent)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

@@ -10,12 +10,13 @@ them. Two shapes are in use:
 - ``tei`` (Hugging Face text-embeddings-inference): request ``{query, texts}``, response
   ``[{index, score}]``.
 
-The answer is checked strictly (a JSON body under :data:`MAX_RESPONSE_BYTES`, indices in range
-and distinct, finite numbers). Anything else (no connection, a timeout, a non-2xx status, a
-malformed body) leaves the fused order as it was, and :class:`~kg.search.models.RerankOutcome`
-says why: a search never fails because its reranker did. Chunks the endpoint left unscored (a
-server that answers its own top k) follow the scored ones, in fused order. Error messages name
-neither the URL nor the key.
+The answer is checked strictly (a JSON body under :data:`MAX_RESPONSE_BYTES` on the wire and
+once inflated, indices in range and distinct, finite numbers). Anything else (no connection, a
+timeout, a non-2xx status, a malformed body) leaves the fused order as it was, and
+:class:`~kg.search.models.RerankOutcome` says why: a search never fails because its reranker
+did. Chunks the endpoint left unscored (a server that answers its own top k) follow the scored
+ones, in fused order. Error messages name neither the URL nor the key, and quote no text of
+the endpoint's (which could echo the key it was sent).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import logging
 import math
 import ssl
 import time
+import zlib
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
@@ -92,7 +94,9 @@ class Reranker:
         import httpx  # only when reranking is on: `import kg` stays light
 
         assert self._settings.url is not None  # RerankSettings requires it when enabled
-        headers = {"Accept": "application/json"}
+        # Compression is not asked for (the answer is small); gzip or deflate sent anyway is
+        # inflated by `decoded`, within the bound.
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if self._settings.api_key is not None:
             headers["Authorization"] = f"Bearer {self._settings.api_key.get_secret_value()}"
         try:
@@ -104,12 +108,15 @@ class Reranker:
             ):
                 if not resp.is_success:
                     raise RerankFailed(f"the endpoint answered HTTP {resp.status_code}")
+                # Raw bytes: httpx's decoders inflate each read whole, so a gzip bomb (or gzip
+                # of gzip) would fill memory before any check here.
                 data = bytearray()
-                async for part in resp.aiter_bytes():
+                async for part in resp.aiter_raw():
                     data += part
                     if len(data) > MAX_RESPONSE_BYTES:
                         raise RerankFailed(f"response over {MAX_RESPONSE_BYTES} bytes")
-                return bytes(data)
+                codings = resp.headers.get_list("Content-Encoding", split_commas=True)
+                return decoded(codings, bytes(data))
         except httpx.TimeoutException:
             raise RerankFailed(f"no answer within {self._settings.timeout_s:g} s") from None
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
@@ -127,12 +134,42 @@ def request_body(settings: RerankSettings, query: str, texts: list[str]) -> dict
     return body
 
 
+def decoded(codings: Sequence[str], body: bytes) -> bytes:
+    """``body`` with its content codings (listed in the order applied) undone, never inflated
+    past :data:`MAX_RESPONSE_BYTES`: each layer stops there, however much more it holds."""
+    for coding in reversed([c.strip().lower() for c in codings]):
+        if coding in ("", "identity"):
+            continue
+        if coding not in ("gzip", "x-gzip", "deflate"):  # the name is not shown: endpoint text
+            raise RerankFailed("the response's Content-Encoding is not supported")
+        body = _inflated(body, raw_fallback=coding == "deflate")
+    return body
+
+
+def _inflated(body: bytes, *, raw_fallback: bool) -> bytes:
+    """One gzip or zlib layer (the header says which), or raw deflate as ``deflate``'s fallback."""
+    for wbits in (zlib.MAX_WBITS | 32, -zlib.MAX_WBITS)[: 2 if raw_fallback else 1]:
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(body, MAX_RESPONSE_BYTES + 1)
+        except zlib.error:
+            continue
+        if len(out) > MAX_RESPONSE_BYTES:
+            raise RerankFailed(f"response over {MAX_RESPONSE_BYTES} bytes")
+        if inflater.eof and not inflater.unused_data:
+            return out
+        break  # cut short, or bytes after the end
+    raise RerankFailed("the response's compressed body is corrupt")
+
+
 def parse_scores(shape: str, data: bytes, count: int) -> dict[int, float]:
     """Scores by document position from a response body, checked strictly."""
     try:
         parsed = json.loads(data)
     except ValueError:  # also bad UTF-8
         raise RerankFailed("the response is not JSON") from None
+    except RecursionError:  # `[[[[…` within the size bound
+        raise RerankFailed("the response is nested too deeply") from None
     if shape == "tei":
         items, score_key = parsed, "score"
     else:
@@ -148,7 +185,7 @@ def parse_scores(shape: str, data: bytes, count: int) -> dict[int, float]:
         index = item.get("index") if isinstance(item, dict) else None
         score = item.get(score_key) if isinstance(item, dict) else None
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
-            shown = repr(index)[:40]
+            shown = _shown(index)
             raise RerankFailed(f"malformed response: index {shown} not in 0..{count - 1}")
         if index in scores:
             raise RerankFailed(f"malformed response: index {index} scored twice")
@@ -156,6 +193,17 @@ def parse_scores(shape: str, data: bytes, count: int) -> dict[int, float]:
             raise RerankFailed(f"malformed response: `{score_key}` of index {index} not a number")
         scores[index] = float(score)
     return scores
+
+
+def _shown(index: object) -> str:
+    """A bad index as an error may show it: a short integer, else only its JSON type. Never
+    the endpoint's text, which could carry anything (the API key it was sent, for one)."""
+    if isinstance(index, bool):
+        return "(a boolean)"
+    if isinstance(index, int):
+        return str(index) if abs(index) < 10**40 else "(a huge integer)"
+    kinds = {float: "(a float)", str: "(a string)", list: "(a list)", dict: "(an object)"}
+    return kinds.get(type(index), "(null or missing)")
 
 
 def _finite(value: object) -> TypeGuard[int | float]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,14 +126,14 @@ def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """chmod 0 does not stop root (CI runs as root), so the read itself is made to fail."""
     _write(tmp_path, "secret.md", "# no")
     _write(tmp_path, "open.md", "# yes")
-    real_read = Path.read_bytes
+    real_open = os.open
 
-    def denied(self: Path) -> bytes:
-        if self.name == "secret.md":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
+    def denied(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        if os.fsdecode(path).endswith("secret.md"):
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
 
-    monkeypatch.setattr(Path, "read_bytes", denied)
+    monkeypatch.setattr(os, "open", denied)
     result = load_folder(tmp_path, max_file_bytes=MAX)
     assert _reasons(result)["secret.md"].startswith("unreadable")
     assert [d.path for d in result.documents] == ["open.md"]

@@ -5,13 +5,15 @@ The HTTP path runs against a scripted loopback server in tests/integration/test_
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from kg.search.rerank import RerankFailed, parse_scores, request_body
+from kg.search.rerank import MAX_RESPONSE_BYTES, RerankFailed, decoded, parse_scores, request_body
 from kg.settings import RerankSettings, Settings
 
 
@@ -106,10 +108,15 @@ def test_scores_are_read_by_index_in_both_shapes() -> None:
         ("cohere", _body({"results": []}), "results"),
         ("cohere", _body({"results": [{"index": 3, "relevance_score": 1}]}), "index 3"),
         ("cohere", _body({"results": [{"index": -1, "relevance_score": 1}]}), "index -1"),
-        ("cohere", _body({"results": [{"index": "0", "relevance_score": 1}]}), "index '0'"),
-        ("cohere", _body({"results": [{"index": True, "relevance_score": 1}]}), "index True"),
-        ("cohere", _body({"results": [{"relevance_score": 1}]}), "index None"),
-        ("cohere", _body({"results": ["x"]}), "index None"),
+        ("cohere", _body({"results": [{"index": "0", "relevance_score": 1}]}), r"index \(a string"),
+        ("cohere", _body({"results": [{"index": True, "relevance_score": 1}]}), r"index \(a bool"),
+        ("cohere", _body({"results": [{"index": 1.0, "relevance_score": 1}]}), r"index \(a float"),
+        ("cohere", _body({"results": [{"index": 10**400, "relevance_score": 1}]}), "a huge int"),
+        ("cohere", _body({"results": [{"relevance_score": 1}]}), r"index \(null or missing"),
+        ("cohere", _body({"results": ["x"]}), r"index \(null or missing"),
+        ("cohere", _body("x"), "results"),
+        ("tei", _body(None), "list"),
+        ("tei", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (
             "cohere",
             _body({"results": [{"index": 0, "relevance_score": 1}] * 2}),
@@ -122,6 +129,8 @@ def test_scores_are_read_by_index_in_both_shapes() -> None:
         ),
         ("cohere", b'{"results": [{"index": 0, "relevance_score": NaN}]}', "not a number"),
         ("tei", b'[{"index": 0, "score": Infinity}]', "not a number"),
+        ("tei", b'[{"index": 0, "score": -Infinity}]', "not a number"),
+        ("tei", _body([{"index": 0, "score": False}]), "not a number"),
         ("tei", _body([{"index": 0, "score": "0.5"}]), "not a number"),
         ("tei", _body([{"index": 0, "score": None}]), "not a number"),
         ("tei", _body([{"index": 0, "score": 10**400}]), "not a number"),
@@ -131,3 +140,63 @@ def test_scores_are_read_by_index_in_both_shapes() -> None:
 def test_malformed_responses_are_refused(shape: str, body: bytes, reason: str) -> None:
     with pytest.raises(RerankFailed, match=reason):
         parse_scores(shape, body, 3)
+
+
+def test_an_index_the_endpoint_wrote_is_never_quoted() -> None:
+    # The endpoint was sent the key, so its text may carry it: a bad index shows only its type.
+    for index in ["Bearer rerank-secret-key", ["rerank-secret-key"], {"k": "rerank-secret-key"}]:
+        with pytest.raises(RerankFailed) as raised:
+            parse_scores("tei", _body([{"index": index, "score": 1}]), 3)
+        assert "rerank-secret-key" not in str(raised.value)
+
+
+def _gzip(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    squeeze = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return squeeze.compress(data) + squeeze.flush()
+
+
+@pytest.mark.parametrize(
+    ("codings", "body"),
+    [
+        ([], b"[]"),
+        (["identity"], b"[]"),
+        (["gzip"], _gzip(b"[]")),
+        (["x-gzip"], _gzip(b"[]")),
+        (["GZip "], _gzip(b"[]")),
+        (["deflate"], zlib.compress(b"[]")),
+        (["deflate"], _raw_deflate(b"[]")),
+        (["deflate", "gzip"], _gzip(zlib.compress(b"[]"))),  # applied in this order
+    ],
+)
+def test_content_codings_are_undone(codings: list[str], body: bytes) -> None:
+    assert decoded(codings, body).strip() == b"[]"
+
+
+def test_a_body_inflating_to_exactly_the_bound_is_kept() -> None:
+    assert decoded(["gzip"], _gzip(b" " * MAX_RESPONSE_BYTES)) == b" " * MAX_RESPONSE_BYTES
+
+
+@pytest.mark.parametrize(
+    ("codings", "body", "reason"),
+    [
+        (["gzip"], _gzip(b" " * (MAX_RESPONSE_BYTES + 1)), "response over"),
+        (["gzip", "gzip"], _gzip(_gzip(b" " * (8 * MAX_RESPONSE_BYTES))), "response over"),
+        (["deflate"], zlib.compress(b" " * (MAX_RESPONSE_BYTES + 1)), "response over"),
+        (["gzip"], b"[]", "corrupt"),
+        (["gzip"], _gzip(b"[]")[:-4], "corrupt"),  # cut short
+        (["gzip"], _gzip(b"[]") + b"junk", "corrupt"),
+        (["deflate"], b"\xff\xfe", "corrupt"),
+        (["gzip", "gzip"], _gzip(b"[]"), "corrupt"),  # one layer short
+        (["br"], b"[]", "not supported"),
+        (["compress"], b"[]", "not supported"),
+        (["rerank-secret-key"], b"[]", "not supported"),
+    ],
+)
+def test_bad_or_oversized_codings_are_refused(codings: list[str], body: bytes, reason: str) -> None:
+    with pytest.raises(RerankFailed, match=reason) as raised:
+        decoded(codings, body)
+    assert "rerank-secret-key" not in str(raised.value)
