@@ -54,6 +54,12 @@ Model 6 -> 7:
 Each step reads only what has no namespace yet (in transactions of a few thousand rows), so a
 migration that stops midway resumes where it stood.
 
+Before anything changes, an older graph is checked for values that no kg wrote and that the
+migration cannot convert (a name that is a number, an id that is missing, a ``validFrom`` that is
+text: :func:`refuse_unconvertible`); such a graph is refused with the elements named, unchanged.
+What it can convert it does: a model 1 predicate that is not a string gives way to its type, and
+namespace properties of another shape than a list of strings are computed again.
+
 On a current graph, ``kg migrate`` re-embeds the chunks (and facts, which share the chunk
 embedder) or entities whose recorded embedder differs from the configured one (the fix
 :func:`kg.graph.meta.refuse_other_embedders` names).
@@ -62,8 +68,9 @@ Every step is idempotent, so a migration that stops midway can simply be run aga
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, LiteralString
 
 from neo4j import Driver, Record, Session
@@ -72,6 +79,7 @@ from kg.documents import document_id
 from kg.errors import StoreError
 from kg.extract.predicates import normalize_predicate
 from kg.graph.driver import repeat_batches
+from kg.graph.facts import UPSERT_FACTS, fact_rows
 from kg.graph.facts import pages as fact_pages
 from kg.graph.meta import (
     MODEL_VERSION,
@@ -84,6 +92,7 @@ from kg.graph.meta import (
 from kg.graph.type_labels import grant as grant_type_labels
 from kg.graph.writer import GraphWriter
 from kg.languages import BY_CODE, detect
+from kg.limits import MAX_FACT_KEY_CHARS
 from kg.resolve.embed import Embedder, embedder_identity
 
 _REEMBED_BATCH = 1000
@@ -96,12 +105,14 @@ RETURN r.predicate AS predicate, type(r) AS type, count(*) AS n
 # One batch of the relations of one (type, predicate) group is given its normalized predicate
 # and moved to the type that stores it. Both types are parameters (dynamic types): a model 1
 # type such as `X Y` or `depends_on` never reaches query text. Repeated until nothing is left.
+# The properties are set as one map: the old predicate, of any length, never reaches the new
+# type's predicate index (RELATED's refuses values past its key size).
 _MOVE_RELATIONS: LiteralString = """
 MATCH (a:Entity)-[r:$($type)]->(b:Entity)
 WHERE (r.predicate IS NULL AND $old IS NULL) OR r.predicate = $old
 WITH a, r, b LIMIT 5000
 CREATE (a)-[n:$($to)]->(b)
-SET n = properties(r), n.predicate = $new
+SET n = r {.*, predicate: $new}
 DELETE r
 RETURN count(*) AS moved
 """
@@ -119,9 +130,23 @@ RETURN count(*) AS moved
 # this predicate, and the migration report says so.
 UNNAMED_PREDICATE = "RELATED_TO"
 
+# A model 1 predicate that is not a string (no kg wrote one) names nothing: its type does.
+_ODD_PREDICATES: LiteralString = """
+MATCH (:Entity)-[r]->(:Entity) WHERE r.predicate IS NOT NULL AND NOT r.predicate IS :: STRING
+CALL (r) { REMOVE r.predicate } IN TRANSACTIONS OF 5000 ROWS
+"""
+
 _OLD_DOCUMENTS: LiteralString = """
 MATCH (d:Document) WHERE d.source IS NULL
-RETURN d.id AS id, d.path AS path, coalesce(d.root, '') AS root
+RETURN elementId(d) AS element, d.id AS id, d.path AS path, coalesce(d.root, '') AS root
+"""
+
+# Documents that already hold an id a model 1 document is to get.
+_TAKEN_IDS: LiteralString = """
+UNWIND $rows AS row
+MATCH (d:Document {id: row.new}) WHERE elementId(d) <> row.element
+RETURN row.path AS path, row.source AS source, d.path AS holder
+LIMIT 5
 """
 
 _REID_DOCUMENTS: LiteralString = """
@@ -170,9 +195,13 @@ CALL (d) {
 } IN TRANSACTIONS OF 1000 ROWS
 """
 # Model 7: namespaces from the documents down (chunks), then up from the chunks (entities,
-# relations and their facts). Only rows without namespaces are read: a rerun resumes.
+# relations and their facts). Only rows without namespaces (of the right shape) are read: a
+# rerun resumes.
+# A namespace property of another shape (no kg wrote one) is computed again like a missing one.
+# (`NOT x IS :: STRING NOT NULL` would be planned as a scan of x's index, which holds no null:
+# Neo4j 5.26 then misses the nodes without x. Hence `x IS NULL OR NOT x IS :: STRING`.)
 _CHUNK_NAMESPACES: LiteralString = """
-MATCH (c:Chunk) WHERE c.namespace IS NULL
+MATCH (c:Chunk) WHERE c.namespace IS NULL OR NOT c.namespace IS :: STRING
 CALL (c) {
   OPTIONAL MATCH (d:Document {id: c.document_id})
   SET c.namespace = coalesce(d.source, d.root, '')
@@ -181,7 +210,10 @@ CALL (c) {
 # Whose text gave an alias or a description was not recorded before model 7: an entity of one
 # namespace gets that one; a shared one gets '' (unknown), which no scoped caller sees.
 _ENTITY_NAMESPACES: LiteralString = """
-MATCH (e:Entity) WHERE e.namespaces IS NULL
+MATCH (e:Entity)
+WHERE e.namespaces IS NULL OR NOT e.namespaces IS :: LIST<STRING NOT NULL>
+   OR e.alias_sources IS NULL OR NOT e.alias_sources IS :: LIST<STRING NOT NULL>
+   OR size(e.alias_sources) <> size(coalesce(e.aliases, []))
 CALL (e) {
   SET e.namespaces = COLLECT { MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN DISTINCT c.namespace }
   WITH e, CASE WHEN size(e.namespaces) = 1 THEN e.namespaces[0] ELSE '' END AS only
@@ -190,7 +222,11 @@ CALL (e) {
 } IN TRANSACTIONS OF 5000 ROWS
 """
 _RELATION_NAMESPACES: LiteralString = """
-MATCH (:Entity)-[r]->(:Entity) WHERE r.key IS NOT NULL AND r.namespaces IS NULL
+MATCH (:Entity)-[r]->(:Entity)
+WHERE r.key IS NOT NULL
+  AND (r.namespaces IS NULL OR NOT r.namespaces IS :: LIST<STRING NOT NULL>
+       OR EXISTS { MATCH (f:Fact {id: r.key})
+                   WHERE f.namespaces IS NULL OR NOT f.namespaces IS :: LIST<STRING NOT NULL> })
 CALL (r) {
   SET r.namespaces = COLLECT {
     MATCH (c:Chunk) WHERE c.id IN coalesce(r.chunk_ids, []) RETURN DISTINCT c.namespace
@@ -203,7 +239,7 @@ CALL (r) {
 } IN TRANSACTIONS OF 5000 ROWS
 """
 _COMMUNITY_NAMESPACES: LiteralString = """
-MATCH (c:Community) WHERE c.namespaces IS NULL
+MATCH (c:Community) WHERE c.namespaces IS NULL OR NOT c.namespaces IS :: LIST<STRING NOT NULL>
 CALL (c) {
   SET c.namespaces = COLLECT {
     MATCH (e:Entity)-[:IN_COMMUNITY]->(c) UNWIND coalesce(e.namespaces, []) AS ns
@@ -211,10 +247,15 @@ CALL (c) {
   }
 } IN TRANSACTIONS OF 1000 ROWS
 """
-_UNSCOPED_CHUNKS: LiteralString = "MATCH (c:Chunk) WHERE c.namespace IS NULL RETURN count(c) AS n"
+_UNSCOPED_CHUNKS: LiteralString = """
+MATCH (c:Chunk) WHERE c.namespace IS NULL OR NOT c.namespace IS :: STRING RETURN count(c) AS n
+"""
 _UNRECORDED: LiteralString = "MATCH (d:Document) WHERE d.extraction IS NULL RETURN count(d) AS n"
 _DROP_CHUNK_TEXT: LiteralString = "DROP INDEX chunk_text IF EXISTS"
-_ENTITY_TYPES: LiteralString = "MATCH (e:Entity) RETURN DISTINCT e.type AS type LIMIT 100000"
+# Only a type can be a label: an entity without one gets none (not a label "None").
+_ENTITY_TYPES: LiteralString = """
+MATCH (e:Entity) WHERE e.type IS :: STRING NOT NULL RETURN DISTINCT e.type AS type LIMIT 100000
+"""
 _SET_TYPE_LABELS: LiteralString = """
 UNWIND $rows AS row
 MATCH (e:Entity) WHERE e.type = row.type
@@ -237,9 +278,18 @@ OPTIONAL MATCH (a)-[r]->(b:Entity)
 WHERE r.key IS NOT NULL AND NOT EXISTS { MATCH (:Fact {id: r.key}) }
 RETURN a.id AS id,
        collect({key: r.key, subject_id: a.id, subject: a.name, predicate: r.predicate,
-                object_id: b.id, object: b.name}) AS relations
+                object_id: b.id, object: b.name, relation: elementId(r)}) AS relations
 ORDER BY id
 """
+# The writer's fact statement finds each relation from its subject, which costs the subject's
+# degree per fact: a hub's facts cost its degree squared (12k relations, 520 s). The migration
+# reads each relation's element id and seeks it; what a fact copies stays defined once.
+_UPSERT_FACTS_BY_RELATION: LiteralString = UPSERT_FACTS.replace(
+    """MATCH (a:Entity {id: row.subject_id})
+MATCH (b:Entity {id: row.object_id})
+MATCH (a)-[r]->(b) WHERE r.key = row.key""",
+    "MATCH (a:Entity)-[r]->(b:Entity) WHERE elementId(r) = row.relation AND r.key = row.key",
+)
 _UNLABEL_FACT_ENTITIES: LiteralString = """
 MATCH (e:Entity:Fact)
 CALL (e) { REMOVE e:Fact } IN TRANSACTIONS OF 10000 ROWS
@@ -251,6 +301,44 @@ SET m.type_labels = [label IN m.type_labels WHERE label <> 'Fact']
 _SET_ENTITY_VECTORS: LiteralString = """
 UNWIND $rows AS row MATCH (e:Entity {id: row.id}) SET e.embedding = row.embedding
 """
+
+# What an older graph's properties may hold (as valueType() names them) for the migration to
+# convert it: what every kg wrote. Anything else came from outside kg and is refused, unchanged.
+_STRING = ("STRING NOT NULL",)
+_TEXT = ("STRING NOT NULL", "NULL")
+_STRINGS = ("LIST<STRING NOT NULL> NOT NULL", "LIST<NOTHING> NOT NULL", "NULL")
+_NUMBER = ("INTEGER NOT NULL", "FLOAT NOT NULL", "NULL")
+_TIME = ("DATE NOT NULL", "LOCAL DATETIME NOT NULL", "ZONED DATETIME NOT NULL", "NULL")
+_WANTS = {
+    _STRING: "a string",
+    _TEXT: "a string or nothing",
+    _STRINGS: "a list of strings or nothing",
+    _NUMBER: "a number or nothing",
+    _TIME: "a date, a datetime or nothing",
+}
+_RULES: dict[str, dict[str, tuple[str, ...]]] = {
+    "Document": {"id": _STRING, "path": _STRING, "root": _TEXT, "source": _TEXT, "title": _TEXT},
+    "Chunk": {"id": _STRING, "document_id": _TEXT, "text": _TEXT, "title": _TEXT},
+    "Entity": {"id": _STRING, "name": _STRING, "type": _TEXT, "description": _TEXT,
+               "aliases": _STRINGS},
+    "relation": {"key": _TEXT, "chunk_ids": _STRINGS, "description": _TEXT, "weight": _NUMBER,
+                 "validFrom": _TIME, "validTo": _TIME, "first_seen": _TIME},
+}  # fmt: skip
+# Model 2 put a predicate on every relation (model 1's type was its predicate: any value will do).
+_PREDICATE_RULE = {"predicate": _STRING}
+_WRONG: LiteralString = """
+WITH n, [rule IN $rules WHERE NOT valueType(n[rule.property]) IN rule.types | rule.property]
+     AS wrong
+WHERE wrong <> []
+RETURN elementId(n) AS element, [p IN wrong | [p, valueType(n[p])]] AS found,
+"""
+_NAMED = 5  # elements named per kind
+_WRONG_VALUES: dict[str, LiteralString] = {
+    "Document": "MATCH (n:Document)" + _WRONG + "n.id AS name LIMIT $limit",
+    "Chunk": "MATCH (n:Chunk)" + _WRONG + "n.id AS name LIMIT $limit",
+    "Entity": "MATCH (n:Entity)" + _WRONG + "n.id AS name LIMIT $limit",
+    "relation": "MATCH (:Entity)-[n]->(:Entity)" + _WRONG + "n.key AS name LIMIT $limit",
+}
 
 
 @dataclass
@@ -289,12 +377,17 @@ def already_current(
     So ``kg migrate`` on a current graph is one round trip: no schema pass, no writer, no
     embedder loaded, no stamp rewritten.
     """
-    model, stored = read_state(driver, database)
+    try:
+        model, stored = read_state(driver, database)
+    except (TypeError, ValueError) as exc:
+        raise _unreadable_stamp(exc) from exc
     if model.version != MODEL_VERSION or any(stored.get(k) != v for k, v in identities.items()):
         return None
     return MigrationReport(from_version=MODEL_VERSION, notes=["nothing to do"])
 
 
+# Long on purpose: the model steps in order, each one line of "if older than N", read as the
+# list of what every model added.
 def migrate(
     driver: Driver,
     database: str,
@@ -307,10 +400,15 @@ def migrate(
 
     Without an embedder, vectors of that kind are left as they are (and not recorded).
     """
-    found = read_model(driver, database).effective
+    try:
+        found = read_model(driver, database).effective
+    except (TypeError, ValueError) as exc:
+        raise _unreadable_stamp(exc) from exc
     report = MigrationReport(from_version=found)
     if found is not None and found > MODEL_VERSION:
         raise StoreError(f"graph model {found} is newer than this kg ({MODEL_VERSION})")
+    if found is not None and found < MODEL_VERSION:
+        refuse_unconvertible(driver, database, found)
     if found is not None and found < 2:
         _model_1_to_2(driver, database, writer, report)
     if found is not None and found < 3:
@@ -361,6 +459,48 @@ def migrate(
     return report
 
 
+def _unreadable_stamp(exc: Exception) -> StoreError:
+    return StoreError(
+        f"the graph's model stamp is unreadable ({_cut(str(exc), 120)}): KgMeta.model_version "
+        "holds no graph model number. Set it to the model of the kg that wrote the graph "
+        "(MATCH (m:KgMeta {id: 'kg'}) SET m.model_version = <model>), then run kg migrate again"
+    )
+
+
+def refuse_unconvertible(driver: Driver, database: str, found: int) -> None:
+    """Refuse, before anything changes, a graph of model ``found`` holding values that no kg
+    wrote and the migration cannot convert (:data:`_RULES`), naming up to :data:`_NAMED`
+    elements of each kind (their values shown escaped and cut: they may be anything)."""
+    problems: list[str] = []
+    for kind, query in _WRONG_VALUES.items():
+        rules = _RULES[kind] | (_PREDICATE_RULE if kind == "relation" and found >= 2 else {})
+        records, _, _ = driver.execute_query(
+            query,
+            rules=[{"property": p, "types": list(types)} for p, types in rules.items()],
+            limit=_NAMED,
+            database_=database,
+        )
+        for r in records:
+            wrong = ", ".join(
+                f"{p} is {_type_name(t)} (wants {_WANTS[rules[p]]})" for p, t in r["found"]
+            )
+            problems.append(f"{kind} {_cut(repr(r['name']), 60)} [{r['element']}]: {wrong}")
+    if problems:
+        raise StoreError(
+            "kg migrate changed nothing: the graph holds values that no kg wrote, which it "
+            "cannot convert. Fix or remove these (element ids in brackets), then run it again: "
+            + "; ".join(problems)
+        )
+
+
+def _type_name(value_type: str) -> str:
+    return "missing" if value_type == "NULL" else value_type.removesuffix(" NOT NULL")
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def scope_namespaces(driver: Driver, database: str) -> int:
     """Model 6 -> 7: chunks, entities, relations and facts get their namespaces; how many
     chunks had none."""
@@ -384,8 +524,17 @@ def _model_1_to_2(
 
     Any type the graph holds is handled, including ones that are not valid predicates
     (``X Y``, ``depends_on``, made outside kg): they go through the same normalization as
-    extracted predicates, so a rerun never meets a type it refuses.
+    extracted predicates, so a rerun never meets a type it refuses. A stored predicate that is
+    not a string gives way to the type. Documents whose new ids would collide are refused
+    before anything changes.
     """
+    documents = _new_document_ids(driver, database, writer.batch_size)
+    with _session(driver, database) as session:  # IN TRANSACTIONS: auto-commit
+        dropped = session.run(_ODD_PREDICATES).consume().counters.properties_set
+    if dropped:
+        report.notes.append(
+            f"{dropped} relations held a predicate that is not a string: their type names them"
+        )
     records, _, _ = driver.execute_query(_PREDICATE_COUNTS, database_=database)
     groups: list[tuple[str, str | None, str]] = []  # (type, stored predicate, predicate)
     counts: dict[str, int] = {}
@@ -406,7 +555,7 @@ def _model_1_to_2(
         )
         if to != rel_type:
             report.relations_retyped += moved
-    report.documents_reset = _reid_documents(driver, database, writer.batch_size)
+    report.documents_reset = _reid_documents(driver, database, documents, writer.batch_size)
     stamp(driver, database, 2)
 
 
@@ -416,7 +565,7 @@ def _normalized(name: str, report: MigrationReport) -> str:
         return normalize_predicate(name)
     except ValueError:
         report.notes.append(
-            f"relationship type {name!r} has no letters: its facts are kept as "
+            f"relationship type {_cut(repr(name), 80)} has no letters: its facts are kept as "
             f"predicate {UNNAMED_PREDICATE}"
         )
         return UNNAMED_PREDICATE
@@ -465,12 +614,22 @@ def create_facts(
     embedder = embedder or writer.fact_embedder
     if embedder is None:
         raise StoreError("graph model 5 embeds every relation as a fact: no chunk embedder given")
-    fact_writer = replace(writer, fact_embedder=embedder)
     total = 0
     for records in _pages(driver, database, _FACTLESS_PAGE):
-        relations = [rel for r in records for rel in r["relations"] if rel["key"] is not None]
+        # Keys too long for the fact index get no fact, as in the writer (kg/limits.py).
+        relations = [
+            rel
+            for r in records
+            for rel in r["relations"]
+            if rel["key"] is not None and len(rel["key"]) <= MAX_FACT_KEY_CHARS
+        ]
         for page in fact_pages(relations, writer.batch_size):
-            total += fact_writer.upsert_facts(page)
+            rows = [
+                {**row, "relation": rel["relation"]}
+                for row, rel in zip(fact_rows(page, embedder), page, strict=True)
+            ]
+            driver.execute_query(_UPSERT_FACTS_BY_RELATION, rows=rows, database_=database)
+            total += len(rows)
     return total
 
 
@@ -499,12 +658,43 @@ def label_entity_types(driver: Driver, database: str, limit: int) -> int:
     return summary.counters.labels_added
 
 
-def _reid_documents(driver: Driver, database: str, batch_size: int) -> int:
+def _new_document_ids(driver: Driver, database: str, batch_size: int) -> list[dict[str, Any]]:
+    """Model 1 documents with their source-scoped ids; refused, before anything changes, when
+    two would get one id or one would get an id that another document holds."""
     records, _, _ = driver.execute_query(_OLD_DOCUMENTS, database_=database)
     rows = [
-        {"old": r["id"], "new": document_id(r["path"], r["root"]), "source": r["root"]}
+        {"element": r["element"], "old": r["id"], "new": document_id(r["path"], r["root"]),
+         "source": r["root"], "path": r["path"]}
         for r in records
+    ]  # fmt: skip
+    twice = Counter(row["new"] for row in rows)
+    clashes = [
+        f"{_cut(repr(row['path']), 80)} of {_cut(repr(row['source']), 80)} (twice)"
+        for row in rows
+        if twice[row["new"]] > 1
     ]
+    for start in range(0, len(rows), batch_size):
+        taken, _, _ = driver.execute_query(
+            _TAKEN_IDS, rows=rows[start : start + batch_size], database_=database
+        )
+        clashes += [
+            f"{_cut(repr(r['path']), 80)} of {_cut(repr(r['source']), 80)} (the id of "
+            f"{_cut(repr(r['holder']), 80)})"
+            for r in taken
+        ]
+    if clashes:
+        raise StoreError(
+            "kg migrate changed nothing: these documents would get an id that another one has "
+            "(one file recorded twice): "
+            + "; ".join(sorted(set(clashes))[:_NAMED])
+            + ". Remove the extra documents and their chunks, then run it again"
+        )
+    return rows
+
+
+def _reid_documents(
+    driver: Driver, database: str, rows: list[dict[str, Any]], batch_size: int
+) -> int:
     for start in range(0, len(rows), batch_size):
         driver.execute_query(_REID_DOCUMENTS, rows=rows[start : start + batch_size],
                              database_=database)  # fmt: skip
