@@ -280,11 +280,21 @@ def summary_table(s: IngestSummary) -> Table:
         )
     if len(s.dropped) > MAX_DROPPED_SHOWN:
         table.add_row(labelled("dropped", "yellow", "..."), f"{len(s.dropped)} in all (see --json)")
-    for fail in s.failures:
-        table.add_row(labelled("failed", "red", fail["chunk_id"]), inert(fail["reason"]))
+    for reason, chunks in _failures_by_reason(s.failures):
+        where = chunks[0] if len(chunks) == 1 else f"{len(chunks)} chunks, first {chunks[0]}"
+        table.add_row(labelled("failed", "red", where), inert(reason))
     if s.stopped_by_budget:
         table.add_row(labelled("stopped", "red"), inert(s.budget_reason or "budget reached"))
     return table
+
+
+def _failures_by_reason(failures: list[dict[str, str]]) -> list[tuple[str, list[str]]]:
+    """Each distinct reason once, with the chunks it stopped: a closed LLM port fails every
+    chunk the same way, and one line says so (--json lists every chunk)."""
+    grouped: dict[str, list[str]] = {}
+    for fail in failures:
+        grouped.setdefault(str(fail["reason"]), []).append(str(fail["chunk_id"]))
+    return list(grouped.items())
 
 
 def _counts(s: IngestSummary) -> list[tuple[str, object]]:
@@ -317,6 +327,10 @@ def _counts(s: IngestSummary) -> list[tuple[str, object]]:
         ("LLM calls (retries) / cache hits", f"{s.llm_calls} ({s.llm_retries}) / {s.cache_hits}"),
         ("tokens prompt / completion", f"{s.prompt_tokens} / {s.completion_tokens}"),
         ("failed chunks", len(s.failures)),
+        (
+            "documents pending extraction (searchable; the next run extracts them)",
+            s.documents_incomplete,
+        ),
         ("items dropped (invalid)", len(s.dropped)),
         ("seconds", s.seconds),
         ("seconds per stage", " · ".join(f"{k} {v:.1f}" for k, v in s.timings.items())),

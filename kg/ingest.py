@@ -706,12 +706,11 @@ def _stage(
         writer.remove_document_contents(sorted(plan.stored), touched=touched)
         staging.record_touched(summary.source, touched)
     progress.advance()
-    # Every chunk is written, with or without facts, except those whose extraction failed
-    # (their document stays incomplete and is redone by the next run).
-    extracted = {f.chunk_id for f in facts}
-    written_chunks = [
-        c for c in plan.all_chunks if c.document_id not in incomplete or c.id in extracted
-    ]
+    # Every chunk is written, with or without facts, and those whose extraction failed too:
+    # text and vector search find them at once (pipeline rule 4). Their document stays
+    # incomplete (no hash), so the next run redoes it, and the extraction cache makes that
+    # run ask the LLM for the failed chunks only.
+    written_chunks = plan.all_chunks
     writer.upsert_chunks(_chunk_rows(plan, written_chunks, chunk_embedder))
     progress.advance()
     by_doc: dict[str, list[ChunkFacts]] = defaultdict(list)

@@ -117,7 +117,12 @@ def run_sync(
 
     try:
         asyncio.get_running_loop()
+        inside_a_loop = True
     except RuntimeError:
+        inside_a_loop = False
+    if not inside_a_loop:
+        # Outside the except block: an error of the run must not carry "no running event
+        # loop" as its context (kg.llm's root reason follows __context__ to the first cause).
         return run()
     # Called from inside a running loop (a notebook, an async app): asyncio.run would
     # refuse, so the extraction gets its own loop on a worker thread.

@@ -41,6 +41,7 @@ from kg.llm import (
     extract_endpoint,
     llm_client,
 )
+from kg.llm.reach import refused
 from kg.models import Chunk
 from kg.settings import ExtractSettings, LLMSettings
 
@@ -137,12 +138,15 @@ class LLMExtractor:
         ontology = self.ontology()
         budget = RunBudget(self.endpoint.max_calls, self.endpoint.max_tokens)
         outcomes: list[ChunkOutcome | None] = [None] * len(chunks)
+        # Nothing listening is definite: every chunk the cache lacks fails at once, for the
+        # one reason, instead of each retrying a refused port (kg/llm/reach.py).
+        down = await self._nobody_listens() if chunks else None
         semaphore = asyncio.Semaphore(self.endpoint.concurrency)
         async with llm_client(self.endpoint) as client:
 
             async def run_one(index: int, chunk: Chunk) -> None:
                 async with semaphore:
-                    outcome = await self._extract_one(client, chunk, ontology, budget)
+                    outcome = await self._extract_one(client, chunk, ontology, budget, down)
                 outcomes[index] = outcome
                 if on_done is not None:
                     on_done(outcome)
@@ -177,6 +181,7 @@ class LLMExtractor:
         chunk: Chunk,
         ontology: Ontology,
         budget: RunBudget,
+        down: str | None = None,
     ) -> ChunkOutcome:
         settings = self.settings
 
@@ -197,6 +202,8 @@ class LLMExtractor:
                 hit = None
             if hit is not None:
                 return outcome(hit, None, Usage(cache_hits=1), cached=True)
+        if down is not None:
+            return outcome(None, down, Usage())
 
         if not budget.reserve_call():
             return outcome(None, f"{NOT_RUN} ({budget.reason})", Usage())
@@ -262,6 +269,14 @@ class LLMExtractor:
             )
             await self._cache_put(chunk, result, ontology)
             return outcome(result, None, meter.usage(failed=False))
+
+    async def _nobody_listens(self) -> str | None:
+        """The failure every uncached chunk gets when the endpoint refuses connections."""
+        error = await refused(self.endpoint.base_url)
+        if error is None:
+            return None
+        reason = " ".join(str(error).split()) or type(error).__name__
+        return self.endpoint.failed(f"no connection ({reason})", connection=True)
 
     async def _cache_put(self, chunk: Chunk, result: ExtractionResult, ontology: Ontology) -> None:
         if self.cache is None:

@@ -73,6 +73,8 @@ class Endpoint:
             fix = f"start that server, or point {url} at one that answers (and {model})"
         else:
             fix = f"the settings are {url}, {model} and {key}"
+        if self.use == "extract":
+            fix += "; or build the document graph without an LLM: kg ingest --graph metadata"
         return f"the LLM endpoint {self.where} failed: {what}; {fix}"
 
 

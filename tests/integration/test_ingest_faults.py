@@ -126,9 +126,12 @@ def test_llm_that_only_fails_is_retried_then_reported_never_a_crash(
     labels = clean_graph.execute_query(
         "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n, count(n.sha256) AS complete"
     ).records
-    # The three documents, none marked complete, and the model stamp: nothing else.
+    # The three documents, none marked complete; their chunks, searchable (pipeline rule 4);
+    # the document graph's entities (their titles); the model stamp: nothing else.
     assert {r["label"]: (r["n"], r["complete"]) for r in labels} == {
         "Document": (3, 0),
+        "Chunk": (3, 3),
+        "Entity": (3, 0),
         "KgMeta": (1, 0),
     }
     done = clean_graph.execute_query(

@@ -1,0 +1,125 @@
+"""A failed extraction never leaves a file unsearchable (issue 42, item 3; pipeline rule 4).
+
+A plain `kg ingest` with no LLM listening (a closed loopback port) writes every chunk, so
+`kg search --mode text` finds each file's phrase at once; the error names the refused
+connection once, with both ways out. With the scripted OpenAI-compatible server of
+tests/fakellm.py (the one stand-in the tests allow) failing some chunks, the next run asks the
+LLM for those chunks only. Neo4j is real.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from neo4j import Driver
+
+from kg.ingest import ingest
+from kg.settings import Settings
+from tests.apiserver import free_port
+from tests.clienv import cli_env
+from tests.fakellm import Reply, ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = {
+    "hr/leave.md": "# Leave policy\n\nEmployees take the quokka allowance each spring.\n",
+    "ops/runbook.md": "# Runbook\n\nRestart the heliotrope queue when it stalls.\n",
+    "ru/заметка.md": "# Заметка\n\nСервис платежей хранит выдру в архиве.\n",
+}
+PHRASES = {"hr/leave.md": "quokka", "ops/runbook.md": "heliotrope", "ru/заметка.md": "выдру"}
+
+
+def _folder(root: Path) -> Path:
+    for name, text in DOCS.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def _kg(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=REPO,
+        env=cli_env(settings, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_closed_llm_port_leaves_every_file_searchable_and_says_why_once(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path / "docs")
+    closed = {
+        "KG_LLM__BASE_URL": f"http://127.0.0.1:{free_port()}/v1",
+        "KG_LLM__MAX_RETRIES": "0",
+        "KG_EXTRACT__CACHE_PATH": str(tmp_path / "cache.sqlite"),
+    }
+    done = _kg(settings, "ingest", str(folder), **closed)
+    out = done.stdout + done.stderr
+    assert "no running event loop" not in out
+    rows = [x for x in out.splitlines() if x.startswith("│ failed") and "failed chunks" not in x]
+    assert len(rows) == 1, out  # one row for every chunk the refusal stopped
+    assert "failed 3 chunks" in rows[0]
+    assert "retrying" not in out  # a refused port is not retried chunk by chunk
+    assert "--graph metadata" in out
+    summary = json.loads(_kg(settings, "ingest", str(folder), "--json", **closed).stdout)
+    reasons = {f["reason"] for f in summary["failures"]}
+    assert len(reasons) == 1, reasons
+    assert "Connect call failed" in reasons.pop()
+    assert summary["documents_incomplete"] == len(DOCS)
+    assert summary["timings"].get("resolve", 0.0) <= 0.5, summary["timings"]
+    chunks = clean_graph.execute_query("MATCH (c:Chunk) RETURN count(c) AS n").records[0]["n"]
+    assert chunks == summary["chunks"] > 0
+    for path, phrase in PHRASES.items():
+        found = _kg(settings, "search", phrase, "--mode", "text", "--json")
+        assert found.returncode == 0, found.stderr
+        hits = json.loads(found.stdout)["local"]["chunks"]
+        assert hits, phrase
+        assert hits[0]["document_path"] == path, (phrase, hits)
+
+
+def _extraction(chunk: str) -> dict[str, Any]:
+    name = "Quokka Allowance" if "quokka" in chunk else "Heliotrope Queue"
+    return {"entities": [{"name": name, "type": "Thing"}], "relations": []}
+
+
+def test_the_next_run_asks_the_llm_for_the_failed_chunks_only(
+    clean_graph: Driver, settings: Settings, tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path / "docs")
+    (folder / "ru" / "заметка.md").unlink()
+    state = {"fail": True}
+
+    def respond(request: dict[str, Any]) -> Reply:
+        chunk = str(request["messages"][-1].get("content") or "")
+        if state["fail"] and "heliotrope" in chunk:
+            return Reply(status=500, payload={"error": {"message": "scripted failure"}})
+        return Reply(payload=_extraction(chunk))
+
+    with ScriptedLLM(responder=respond) as llm:
+        own = settings.model_copy(deep=True)
+        own.llm.base_url = llm.base_url
+        own.llm.max_retries = 0
+        own.extract.cache_path = tmp_path / "cache.sqlite"
+        first = ingest(own, clean_graph, folder)
+        assert [f["document_id"] for f in first.failures]
+        assert first.documents_incomplete == 1
+        chunks = clean_graph.execute_query("MATCH (c:Chunk) RETURN count(c) AS n").records[0]["n"]
+        assert chunks == first.chunks == 2  # the failed chunk is written too
+        state["fail"] = False
+        llm.reset()
+        again = ingest(own, clean_graph, folder)
+        assert again.documents_incomplete == 0
+        assert again.documents_unchanged == 1  # the document that succeeded is not redone
+        assert llm.calls == 1  # only the failed chunk is asked again
+        names = {
+            r["n"] for r in clean_graph.execute_query("MATCH (e:Entity) RETURN e.name AS n").records
+        }
+        assert {"Quokka Allowance", "Heliotrope Queue"} <= names
+        assert ingest(own, clean_graph, folder).documents_unchanged == 2
