@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
+from kg import formats
 from kg.limits import cut_key, cut_name, is_valid_unicode, printable_path
 from kg.models import Chunk, Document, SkippedFile
 
@@ -368,6 +369,8 @@ def _kind(path: Path) -> str | None:
         return "html"
     if suffix in PDF_SUFFIXES:
         return "pdf"
+    if suffix in formats.SUFFIXES:
+        return "binary"
     if suffix in TEXT_SUFFIXES or path.name.lower() in TEXT_NAMES:
         return "text"
     if not suffix:
@@ -381,7 +384,14 @@ def _load_file(path: Path, rel: str, max_file_bytes: int, tree: _Tree | None) ->
         raise _Skip(f"unsupported file type {path.suffix.lower()!r}")
     data = _read(path, max_file_bytes, tree)
 
-    if kind == "pdf":
+    date: str | None = None
+    if kind == "binary":
+        try:
+            extracted = formats.read(path.suffix, data)
+        except formats.Unreadable as exc:
+            raise _Skip(str(exc)) from exc
+        text, title, date = extracted.text, extracted.title, extracted.date
+    elif kind == "pdf":
         text, title = _pdf_text(path, data)
     else:
         text = _decode(data)
@@ -404,6 +414,7 @@ def _load_file(path: Path, rel: str, max_file_bytes: int, tree: _Tree | None) ->
         title=cut_name(title or path.stem),
         text=text,
         sha256=_sha256(text),
+        date=date,
     )
 
 

@@ -15,6 +15,8 @@ class Document:
     title: str
     text: str
     sha256: str
+    # The document's own date (ISO YYYY-MM-DD): front matter, the file's metadata, or its title.
+    date: str | None = None
 
 
 @dataclass(frozen=True)
