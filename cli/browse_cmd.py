@@ -59,14 +59,18 @@ def browse(
     import webbrowser
 
     from kg import local_server
+    from kg.localserver.browser import style_elsewhere
     from kg.settings import Settings
 
     console = Console(highlight=False, soft_wrap=True)
     settings = Settings()
     server = local_server(settings)
     status = server.status()
-    api = server.api_url
-    guide, style = api + server.BROWSER_GUIDE_PATH, api + server.BROWSER_STYLE_PATH
+    api = server.api_url  # where `kg serve` serves now (its --host/--port), else KG_API__*
+    guide = api + server.BROWSER_GUIDE_PATH
+    # what Browser runs on connect: the URL neo4j.conf got when the local Neo4j started
+    configured = server.browser_style_url
+    style = configured or api + server.BROWSER_STYLE_PATH
     url = browser_launch_url(status.browser_url, status.bolt_uri, guide)
 
     if not status.running:
@@ -85,6 +89,9 @@ def browse(
     console.print(f"  connect to {status.bolt_uri} as user neo4j, password {password}")
     console.print(f"kg's guide:  :play {guide}")
     console.print(f"kg's style:  :style {style}  (Browser loads it when it connects)")
+    note = style_elsewhere(configured, api)
+    if note is not None:
+        console.print(f"[yellow]note:[/] {note}")
     if not api_answers(guide):
         console.print(
             f"[yellow]kg's API does not answer on {api}[/]: run `kg serve` for the guide and "

@@ -84,6 +84,22 @@ def record_served(home: Path, api: ApiSettings) -> Iterator[str]:
                 path.unlink()
 
 
+def style_elsewhere(configured: str | None, api: str) -> str | None:
+    """What to say when Browser loads kg's style from another address than ``api``, where
+    kg's API serves: ``configured`` is the style URL in the local server's neo4j.conf, which
+    Neo4j read when it started (:attr:`LocalNeo4j.browser_style_url`). None when they agree.
+
+    ``kg serve`` and ``kg browse`` both say this, so they never name two addresses for it.
+    """
+    if configured is None or configured == api + BROWSER_STYLE_PATH:
+        return None
+    return (
+        f"Neo4j Browser loads kg's style from {configured} (set when the local Neo4j "
+        f"started), not from {api}, where kg's API serves; restart the local Neo4j to load it "
+        "from there: `kg neo4j stop && kg neo4j start`"
+    )
+
+
 def browser_config(api: ApiSettings | str) -> list[str]:
     """neo4j.conf lines that style Browser on connect and allow kg's guide; ``api`` is the
     API's URL (or its settings).

@@ -58,7 +58,8 @@ def test_kg_serve_port_reaches_browse_and_the_browser_style(
                 assert time.monotonic() < deadline, "kg serve did not answer"
                 time.sleep(0.3)
         url = f"http://127.0.0.1:{served}"
-        assert local.api_url == url  # what `kg browse` prints the guide and style from
+        assert local.api_url == url  # what `kg browse` prints the guide from (and the style, once
+        # neo4j.conf names it: until Neo4j restarts, kg browse and kg serve both say so)
         conf = (local._write_config() / "neo4j.conf").read_text(encoding="utf-8")
         assert f"browser.post_connect_cmd=style {url}{BROWSER_STYLE_PATH}" in conf
         style = httpx.get(url + BROWSER_STYLE_PATH, timeout=30)

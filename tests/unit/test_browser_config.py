@@ -177,3 +177,62 @@ def test_a_dead_kg_serve_record_is_ignored(tmp_path: Path) -> None:
     (home / SERVED_RECORD).write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": gone.pid}))
     settings = Settings(server={"home": home}, api={"port": 8000})
     assert api_url(settings) == "http://127.0.0.1:8000"
+
+
+def test_kg_serve_port_and_kg_browse_name_one_style_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kg serve --port 9000` after Neo4j started for KG_API__PORT=8000: the style URL that
+    `kg browse` prints is the one Browser runs (neo4j.conf's, :8000), and both commands say
+    the same thing about the server on :9000 and how to make Browser follow it."""
+    from cli.browse_cmd import browse
+    from cli.serve_cmd import _serving
+    from kg.localserver.server import ServerStatus
+
+    home = tmp_path / "neo4j"
+    monkeypatch.setenv("KG_SERVER__HOME", str(home))
+    monkeypatch.setenv("KG_API__PORT", "8000")
+    settings = Settings()
+    local = LocalNeo4j(settings)
+    local._write_config()  # what `kg neo4j start` wrote while no kg serve ran
+    configured = "http://127.0.0.1:8000" + BROWSER_STYLE_PATH
+    assert local.browser_style_url == configured
+    running = ServerStatus(
+        running=True,
+        pid=1,
+        bolt_uri=local.bolt_uri,
+        browser_url=local.browser_url,
+        bolt_answers=True,
+        http_answers=True,
+        home=local.home,
+    )
+    monkeypatch.setattr(LocalNeo4j, "status", lambda self: running)
+    monkeypatch.setattr("cli.browse_cmd.api_answers", lambda url: True)
+    served = settings.model_copy(update={"api": settings.api.model_copy(update={"port": 9000})})
+
+    with _serving(served):  # what `kg serve --port 9000` does around uvicorn
+        serve_out = capsys.readouterr().out
+        assert browse(print_only=True) == 0
+        browse_out = capsys.readouterr().out
+        assert local.api_url == "http://127.0.0.1:9000"
+
+    note = (
+        f"Neo4j Browser loads kg's style from {configured} (set when the local Neo4j started), "
+        "not from http://127.0.0.1:9000, where kg's API serves"
+    )
+    for out in (serve_out, browse_out):
+        assert note in " ".join(out.split()), out
+        assert "kg neo4j stop && kg neo4j start" in out
+    assert f":style {configured}  (Browser loads it when it connects)" in browse_out
+    assert ":play http://127.0.0.1:9000/browser-guide" in browse_out
+
+    # After the restart neo4j.conf names :9000 and both say nothing more.
+    url = "http://127.0.0.1:9000"
+    with _serving(served):
+        LocalNeo4j(Settings())._write_config()
+        assert local.browser_style_url == url + BROWSER_STYLE_PATH
+        capsys.readouterr()
+        assert browse(print_only=True) == 0
+        browse_out = capsys.readouterr().out
+    assert f":style {url}{BROWSER_STYLE_PATH}  (Browser loads" in browse_out
+    assert "note:" not in browse_out
