@@ -9,7 +9,7 @@ COPY api ./api
 COPY cli ./cli
 COPY schema ./schema
 COPY neo4j-server ./neo4j-server
-RUN pip install --no-cache-dir . && useradd --create-home kg
+RUN pip install --no-cache-dir '.[otlp]' && useradd --create-home kg
 USER kg
 EXPOSE 8000
 # /health needs no key; 503 (Neo4j down) counts as unhealthy

@@ -26,12 +26,13 @@ from api.middleware import EdgeMiddleware
 from api.openapi import render_once
 from api.routes.entities import EntityController
 from api.routes.health import HealthController
+from api.routes.metrics import MetricsController
 from api.routes.namespaces import NamespaceController
 from api.routes.questions import QuestionController
 from api.routes.routed import RoutedSearchController
 from api.routes.search import SearchController
 from api.routes.templates import TemplateController
-from kg import AsyncKnowledgeGraph
+from kg import AsyncKnowledgeGraph, observe
 from kg.errors import ConfigError
 from kg.redact import scrub, settings_secrets
 from kg.settings import Settings
@@ -94,8 +95,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
-        logs.install(secrets)
+        logs.install(secrets, fmt=settings.log_format)
         _log_access_policy(policy)
+        # this process serves: its metrics are on; a bad OTEL_TRACES_EXPORTER fails here
+        observe.enable_metrics()
+        observe.tracing_enabled()
         graph = AsyncKnowledgeGraph(settings, service_factory=service_factory)
         try:
             await graph.open()
@@ -111,6 +115,7 @@ def create_app(
             yield
         finally:
             await graph.aclose()
+            observe.worker_exiting()
 
     app = Litestar(
         route_handlers=[
@@ -121,6 +126,7 @@ def create_app(
             QuestionController,
             NamespaceController,
             HealthController,
+            MetricsController,
         ],
         dependencies={
             "graph": Provide(provide_graph),
@@ -128,7 +134,7 @@ def create_app(
         },
         guards=[access_guard(policy, [SCHEMA_PATH])],
         lifespan=[lifespan],
-        state=State({"settings": settings, "auth": auth_on}),
+        state=State({"settings": settings, "auth": auth_on, "policy": policy}),
         exception_handlers={Exception: exception_handler},
         request_max_body_size=settings.api.max_body_bytes,
         openapi_config=openapi_config(),
@@ -141,7 +147,8 @@ def create_app(
     edge = EdgeMiddleware(
         cast("Any", app.asgi_handler), policy, body_timeout_s=settings.api.body_timeout_s
     )
-    app.asgi_handler = cast("Any", edge)
+    # Outermost of all: one span and one request-duration observation per request
+    app.asgi_handler = cast("Any", observe.asgi(cast("Any", edge), "api"))
     return app
 
 

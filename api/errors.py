@@ -161,6 +161,15 @@ def _body(status: int, detail: str, errors: list[FieldError] | None = None) -> E
 
 def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
     """Litestar's handler for every exception: JSON, no trace, server faults logged."""
+    body, headers = reported(request, exc)
+    return Response(body, status_code=body.status_code, headers=headers, media_type=MediaType.JSON)
+
+
+def reported(
+    request: Request[Any, Any, Any], exc: BaseException
+) -> tuple[ErrorBody, dict[str, str]]:
+    """:func:`classify`, with server faults logged (scrubbed): for a response, or for the
+    ``error`` event that ends a stream already begun (``POST /answer`` with ``stream``)."""
     body, headers = classify(exc)
     status = body.status_code
     settings = getattr(request.app.state, "settings", None)
@@ -176,7 +185,7 @@ def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
             logger.error("unhandled error on %s: %s\n%s", where, message, trace)
         else:
             logger.warning("%s on %s: %s", body.error, where, message)
-    return Response(body, status_code=status, headers=headers, media_type=MediaType.JSON)
+    return body, headers
 
 
 def _secrets(request: Request[Any, Any, Any]) -> list[str]:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from kg import observe
 from kg.redact import install_redaction
 
 #: Loggers whose handlers get the filters: root, and uvicorn's (which do not propagate).
@@ -71,8 +72,14 @@ def _handlers(names: Iterable[str]) -> list[logging.Handler]:
     return found
 
 
-def install(secrets: Iterable[str], handlers: Iterable[logging.Handler] | None = None) -> None:
-    """Redaction (extended with ``secrets``) and repeat limiting on the API's log handlers.
+def install(
+    secrets: Iterable[str],
+    handlers: Iterable[logging.Handler] | None = None,
+    *,
+    fmt: str = "text",
+) -> None:
+    """Redaction (extended with ``secrets``) and repeat limiting on the API's log handlers;
+    with ``fmt="json"`` (``KG_LOG_FORMAT``) each of them writes one JSON object a line.
 
     Idempotent: a handler that has the filters keeps them (redaction learns new secrets).
     """
@@ -84,6 +91,10 @@ def install(secrets: Iterable[str], handlers: Iterable[logging.Handler] | None =
         fallback.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         logging.getLogger().addHandler(fallback)
     targets = list(handlers) if handlers is not None else _handlers(LOGGERS)
+    if fmt == "json":
+        for handler in targets:
+            if not isinstance(handler.formatter, observe.JsonFormatter):
+                handler.setFormatter(observe.JsonFormatter())
     # the redaction filter goes first: the repeat filter then sees scrubbed text
     install_redaction(targets, secrets)
     for handler in targets:

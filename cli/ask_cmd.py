@@ -1,6 +1,7 @@
 """``kg ask "question"``: an answer from the graph's retrieved context, with citations.
 
-``--json`` prints exactly the body ``POST /answer`` returns.
+``--json`` prints exactly the body ``POST /answer`` returns. On a terminal (or with
+``--stream``) the answer is printed as the LLM writes it, then its sources.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from cli.output import inert, labelled, run_and_print, validated
 from kg import AnswerMode
 
 if TYPE_CHECKING:  # the rest loads when the command runs: `kg ask --help` stays fast
-    from kg import AnswerResponse, QueryRejected, Settings
+    from kg import AnswerRequest, AnswerResponse, AsyncKnowledgeGraph, QueryRejected, Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -36,6 +37,7 @@ def ask(
         list[str] | None, Parameter(name="--namespace", consume_multiple=False)
     ] = None,
     json_output: Annotated[bool, Parameter(name="--json", negative=())] = False,
+    stream: Annotated[bool | None, Parameter(name="--stream", negative="--no-stream")] = None,
 ) -> int:
     """Answer a question from the graph, citing the chunks and relations it rests on.
 
@@ -59,25 +61,52 @@ def ask(
         path; `kg namespaces` lists them); repeat for several.
     json_output
         Print the response as JSON (the REST endpoint's body).
+    stream
+        Print the answer as the LLM writes it (default: on a terminal, without --json); its
+        citations are checked at the end, and never re-asked.
     """
     from kg import Settings
 
     raw = {"question": question, "mode": mode, "depth": depth, "as_of": as_of, "limit": limit,
            "namespaces": namespace}  # fmt: skip
+    streamed = (not json_output and console.is_terminal) if stream is None else stream
     return run_and_print(
-        lambda: asyncio.run(_ask(Settings(), raw)),
+        lambda: asyncio.run(_ask(Settings(), raw, streamed=streamed and not json_output)),
         json_output=json_output,
-        show=_print,
+        show=_print_sources if streamed else _print,
         invalid=_invalid,
     )
 
 
-async def _ask(settings: Settings, raw: dict[str, object]) -> AnswerResponse:
+async def _ask(settings: Settings, raw: dict[str, object], *, streamed: bool) -> AnswerResponse:
     from kg import AnswerRequest, AsyncKnowledgeGraph
 
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
-        return await graph.answer_request(validated(AnswerRequest, raw, "ask"))
+        request = validated(AnswerRequest, raw, "ask")
+        if streamed:
+            return await _streamed(graph, request)
+        return await graph.answer_request(request)
+
+
+async def _streamed(graph: AsyncKnowledgeGraph, request: AnswerRequest) -> AnswerResponse:
+    """Print the answer's text as it comes; the response, for its sources."""
+    from kg import AnswerDelta
+
+    printed = False
+    try:
+        async for event in graph.answer_stream_request(request):
+            if isinstance(event, AnswerDelta):
+                console.print(inert(event.text, "bold", lines=True), end="", soft_wrap=True)
+                printed = True
+                continue
+            if not printed:  # no LLM call (nothing retrieved): the whole answer at once
+                style = "yellow" if event.insufficient_context else "bold"
+                console.print(inert(event.answer, style, lines=True), end="")
+            return event
+    finally:
+        console.print()  # the text's line ends, before the sources or an error
+    raise RuntimeError("the answer stream ended without an answer")  # not reached
 
 
 def _invalid(exc: QueryRejected) -> int:
@@ -91,6 +120,10 @@ def _invalid(exc: QueryRejected) -> int:
 def _print(response: AnswerResponse) -> None:
     style = "yellow" if response.insufficient_context else "bold"
     console.print(inert(response.answer, style, lines=True))
+    _print_sources(response)
+
+
+def _print_sources(response: AnswerResponse) -> None:
     chunks = {c.id: c for c in response.context.chunks}
     relations = {r.id: r for r in response.context.relations}
     for n, cite in enumerate(response.citations, 1):

@@ -59,7 +59,6 @@ def browse(
     import webbrowser
 
     from kg import local_server
-    from kg.localserver.browser import style_elsewhere
     from kg.settings import Settings
 
     console = Console(highlight=False, soft_wrap=True)
@@ -89,7 +88,7 @@ def browse(
     console.print(f"  connect to {status.bolt_uri} as user neo4j, password {password}")
     console.print(f"kg's guide:  :play {guide}")
     console.print(f"kg's style:  :style {style}  (Browser loads it when it connects)")
-    note = style_elsewhere(configured, api)
+    note = server.style_note(api)
     if note is not None:
         console.print(f"[yellow]note:[/] {note}")
     if not api_answers(guide):

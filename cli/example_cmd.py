@@ -33,7 +33,7 @@ def example(
     """Build the example graph and search it: the quickest way to see kg work."""
     from cli.ingest_cmd import summary_table
     from cli.local_search import print_local, run_local
-    from cli.progress import RichProgress
+    from cli.progress import stage_progress
     from kg import ConfigError, KnowledgeGraph, SearchRequest, Settings, local_server
 
     console = Console()
@@ -51,7 +51,7 @@ def example(
         browser = status.browser_url
     with (
         KnowledgeGraph(settings) as graph,
-        RichProgress(console, enabled=console.is_terminal) as progress,
+        stage_progress(console) as progress,
     ):
         summary = graph.ingest(folder, triplets=triplets, progress=progress)
         # Extractive reports (no LLM): global search and the Browser have communities to show.

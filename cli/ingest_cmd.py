@@ -146,7 +146,7 @@ def ingest(
     Exit codes: 0 done; 1 error; 2 done, but some chunks failed or the budget stopped the run
     (what was done is kept; rerun to retry the rest).
     """
-    from cli.progress import RichProgress
+    from cli.progress import stage_progress
     from kg import IngestOptions, KnowledgeGraph, Settings
 
     settings = Settings()
@@ -185,7 +185,7 @@ def ingest(
         return 1
     with (
         KnowledgeGraph(settings) as graph,
-        RichProgress(console, enabled=not json and console.is_terminal) as progress,
+        stage_progress(console, quiet=json) as progress,
     ):
         summary = graph.ingest(path, options=options, progress=progress)
     if json:
@@ -206,13 +206,13 @@ def _bulk(
     json: bool,
 ) -> int:
     """``--bulk``: the pipeline, then neo4j-admin's import (kg.bulk)."""
-    from cli.progress import RichProgress
+    from cli.progress import stage_progress
     from kg import bulk_ingest
 
     if triplets is None:
         console.print(labelled("error:", "bold red", "--bulk loads a --triplets file"))
         return 1
-    with RichProgress(console, enabled=not json and console.is_terminal) as progress:
+    with stage_progress(console, quiet=json) as progress:
         result = bulk_ingest(
             settings, path, triplets=triplets, namespace=namespace, progress=progress,
             files_dir=files,

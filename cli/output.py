@@ -99,18 +99,24 @@ def secrets() -> list[str]:
     return found
 
 
-def setup_logging(level: str = "WARNING") -> logging.Handler:
+def setup_logging(level: str = "WARNING", fmt: str = "text") -> logging.Handler:
     """One stderr handler on the root logger, scrubbing every record; idempotent.
 
     Without it, warnings would reach logging's last-resort handler, which no filter can reach.
+    ``fmt`` is ``KG_LOG_FORMAT``: ``json`` writes one JSON object a line (kg.observe).
     """
     root = logging.getLogger()
     handler = next((h for h in root.handlers if h.get_name() == _HANDLER_NAME), None)
     if handler is None:
         handler = _StderrHandler()
         handler.set_name(_HANDLER_NAME)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)
+    if fmt == "json":
+        from kg.observe import JsonFormatter  # only then: `kg --help` stays light
+
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.setLevel(level)
     root.setLevel(level)
     # the secrets are listed when the first record arrives: building the settings for them

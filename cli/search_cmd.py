@@ -47,7 +47,9 @@ def search(
     limit
         Most entities, relations and chunks to return (each).
     as_of
-        Count only relations valid at this date or datetime (ISO 8601); default now.
+        Count only relations valid at this date or datetime (ISO 8601), default now; and
+        leave out the chunks of documents dated after it (a document's own date; undated
+        documents always stay).
     relation_type
         Only expand through this relationship type; repeat for several.
     namespace

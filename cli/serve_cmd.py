@@ -33,7 +33,7 @@ def worker_app() -> Litestar:
 
     settings = Settings()
     share = worker_share(settings, settings.api.workers)
-    setup_logging(share.log_level)
+    setup_logging(share.log_level, share.log_format)
     configure_protocol(
         share.api.header_timeout_s, share.api.max_connections, share.api.send_timeout_s
     )
@@ -86,7 +86,7 @@ def serve(
     GraphDatabase.driver(settings.neo4j.uri, auth=None).close()
 
     # one root handler, scrubbing secrets; uvicorn's loggers propagate to it (log_config=None)
-    setup_logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)
     raise_open_files_limit(settings.api.max_connections * 2 + 256)
     shown = f"[{settings.api.host}]" if ":" in settings.api.host else settings.api.host
     base = f"http://{shown}:{settings.api.port}"
@@ -110,13 +110,9 @@ def _serving(settings: Settings) -> Iterator[None]:
 
     server = local_server(settings)
     with server.serving(settings.api) as url:
-        style = server.browser_style_url
-        if server.status().running and style is not None and not style.startswith(url + "/"):
-            console.print(
-                f"[yellow]note:[/] Neo4j Browser loads kg's style from {style} (set when the "
-                "local Neo4j started); restart it to load it from here: "
-                "`kg neo4j stop && kg neo4j start`"
-            )
+        note = server.style_note(url)
+        if note is not None and server.status().running:
+            console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         yield
 
 
@@ -148,5 +144,28 @@ def _run(app: Litestar, settings: Settings) -> int:
     options["http"] = configure_protocol(
         settings.api.header_timeout_s, settings.api.max_connections, settings.api.send_timeout_s
     )
-    uvicorn.run(WORKER_APP, factory=True, workers=settings.api.workers, **common, **options)
+    with _shared_metrics():
+        uvicorn.run(WORKER_APP, factory=True, workers=settings.api.workers, **common, **options)
     return 0
+
+
+@contextlib.contextmanager
+def _shared_metrics() -> Iterator[None]:
+    """One set of metrics for all workers: before uvicorn spawns them, point
+    ``PROMETHEUS_MULTIPROC_DIR`` at an empty directory (the one already set, emptied, or a
+    new private one removed afterwards); each worker writes its values there and any
+    worker's ``GET /metrics`` reads them all (kg/metrics.py)."""
+    import shutil
+    import tempfile
+
+    from kg import observe
+
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    directory = given or tempfile.mkdtemp(prefix="kg-metrics-")
+    observe.share_metrics(directory)
+    try:
+        yield
+    finally:
+        if not given:
+            shutil.rmtree(directory, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)

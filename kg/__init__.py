@@ -10,7 +10,8 @@
 
 This package root is the public surface: the twins, the models in their signatures, the errors
 and the few helpers the front ends (CLI, API, MCP) use. Everything below it is private; the
-front ends import only from here, :mod:`kg.settings`, :mod:`kg.errors` and :mod:`kg.redact`
+front ends import only from here, :mod:`kg.settings`, :mod:`kg.errors`, :mod:`kg.redact` and
+:mod:`kg.observe`
 (``tests/unit/test_layers.py``). Errors are :class:`KGError` and its subclasses.
 """
 
@@ -20,7 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kg.answer.cited import AnswerRequest, AnswerResponse
+    from kg.answer.cited import AnswerDelta, AnswerRequest, AnswerResponse
     from kg.answer.nlquery import QueryRequest, QueryResponse
     from kg.bulk import BulkSummary, bulk_ingest
     from kg.client import (
@@ -108,7 +109,7 @@ _HOME = {
              "TemplateInfo TemplateResult"),
     **_homes("kg.search.global_models", "GlobalSearchRequest GlobalSearchResponse "
              "RoutedRequest RoutedResponse"),
-    **_homes("kg.answer.cited", "AnswerRequest AnswerResponse"),
+    **_homes("kg.answer.cited", "AnswerDelta AnswerRequest AnswerResponse"),
     **_homes("kg.answer.nlquery", "QueryRequest QueryResponse"),
 }  # fmt: skip
 
@@ -127,6 +128,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MIN_DEPTH",
     "MODEL_VERSION",
+    "AnswerDelta",
     "AnswerMode",
     "AnswerRequest",
     "AnswerResponse",

@@ -30,9 +30,19 @@ cluster a search after an ingest waits until the server it reads from has applie
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import Future
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -43,7 +53,7 @@ from neo4j import AsyncDriver, Driver
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import ValidationError
 
-from kg import scope
+from kg import observe, scope
 from kg.errors import ConfigError, ExtractionError, KGError, rejected, translate
 from kg.graph.driver import open_async_driver, open_driver, verify, verify_async
 from kg.graph.meta import MODEL_VERSION, ensure_current, read_embedders, read_model
@@ -56,7 +66,7 @@ from kg.shards import MAX_WORKERS, parse_shard
 if TYPE_CHECKING:
     from neo4j.api import BookmarkManager
 
-    from kg.answer.cited import AnswerRequest, AnswerResponse
+    from kg.answer.cited import AnswerDelta, AnswerRequest, AnswerResponse
     from kg.answer.nlquery import QueryRequest, QueryResponse
     from kg.communities.build import CommunityBuildSummary
     from kg.graph.migrate import MigrationReport
@@ -182,6 +192,22 @@ class _GraphConfig:
     # -- writes on a sync driver (shared by both twins) ----------------------------------------
 
     def _ingest(
+        self, driver: Driver, path: Path | str, options: IngestOptions, progress: Progress | None
+    ) -> IngestSummary:
+        with observe.span("kg.ingest", graph=options.graph, dry_run=options.dry_run) as run:
+            summary = self._run_ingest(driver, path, options, progress)
+            run.set(
+                documents=summary.documents_new + summary.documents_changed,
+                chunks=summary.chunks,
+                entities=summary.entities_created,
+                relations=summary.relations_created,
+                facts=summary.facts_created,
+                failures=len(summary.failures),
+                llm_calls=summary.llm_calls,
+            )
+            return summary
+
+    def _run_ingest(
         self, driver: Driver, path: Path | str, options: IngestOptions, progress: Progress | None
     ) -> IngestSummary:
         options.check()
@@ -573,7 +599,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
     async def global_search_request(self, request: GlobalSearchRequest) -> GlobalSearchResponse:
         from kg.search.signals.communities import CommunityReports
 
-        with scope.scoped(request.namespaces):
+        observe.note_request(mode="global")
+        with scope.scoped(request.namespaces), observe.span("kg.search", mode="global"):
             call = CommunityReports(self.service, self.settings).search(request)
             return await self._first_read("global search", call)
 
@@ -581,7 +608,8 @@ class AsyncKnowledgeGraph(_GraphConfig):
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
         from kg.search.routed import routed_search as run_routed_search
 
-        with scope.scoped(request.namespaces):
+        observe.note_request(mode=request.mode)
+        with scope.scoped(request.namespaces), observe.span("kg.search.routed", mode=request.mode):
             call = run_routed_search(self.service, self.settings, request)
             return await self._first_read("search", call)
 
@@ -686,6 +714,42 @@ class AsyncKnowledgeGraph(_GraphConfig):
             call = run_answer(self.service, self.settings, request)
             return await self._first_read("answer", call)
 
+    async def answer_stream(
+        self,
+        question: str,
+        *,
+        mode: str = "auto",
+        depth: int = 2,
+        as_of: date | datetime | None = None,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
+    ) -> AsyncGenerator[AnswerDelta | AnswerResponse, None]:
+        """:meth:`answer` as the LLM writes it: :class:`AnswerDelta` pieces of the text, then
+        the :class:`AnswerResponse`, its citations validated as :meth:`answer` validates them
+        (never re-asked: an invalid one raises after the text). Closing the iterator early
+        closes the LLM's connection."""
+        request = _answer_request(question, mode, depth, as_of, limit, namespaces)
+        events = self.answer_stream_request(request)
+        async with aclosing(events):
+            async for event in events:
+                yield event
+
+    async def answer_stream_request(
+        self, request: AnswerRequest
+    ) -> AsyncGenerator[AnswerDelta | AnswerResponse, None]:
+        await _llm_listens(self.settings)
+        from kg.answer.cited import answer_stream, prepare
+
+        # retrieval runs before the first event: its errors (scope, Neo4j) come first, as
+        # :meth:`answer_request`'s do; no context variable stays set across a yield
+        with scope.scoped(request.namespaces):
+            call = prepare(self.service, self.settings, request)
+            prepared = await self._first_read("answer", call)
+        events = answer_stream(prepared, self.settings)
+        async with aclosing(events):  # closed early: the LLM's connection closes now
+            async for event in events:
+                yield event
+
     async def query(
         self, question: str, *, namespaces: Sequence[str] | None = None
     ) -> QueryResponse:
@@ -751,6 +815,33 @@ class _Portal:
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result()
+
+    def iterate(self, items: AsyncGenerator[T, None]) -> Iterator[T]:
+        """An async iterator as a blocking one: it runs in one task on the loop (its context
+        variables stay its own), handing items over; closing this one early cancels it."""
+        handed: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+
+        async def pump() -> None:
+            try:
+                async with aclosing(items):
+                    async for item in items:
+                        handed.put_nowait(("item", item))
+            except BaseException as exc:
+                handed.put_nowait(("error", exc))
+                raise
+            handed.put_nowait(("end", None))
+
+        future = asyncio.run_coroutine_threadsafe(pump(), self._loop)
+        try:
+            while True:
+                kind, value = handed.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            future.cancel()
 
     def close(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -964,6 +1055,28 @@ class KnowledgeGraph(_GraphConfig):
 
     def answer_request(self, request: AnswerRequest) -> AnswerResponse:
         return self._read(lambda g: g.answer_request(request))
+
+    def answer_stream(
+        self,
+        question: str,
+        *,
+        mode: str = "auto",
+        depth: int = 2,
+        as_of: date | datetime | None = None,
+        limit: int = 10,
+        namespaces: Sequence[str] | None = None,
+    ) -> Iterator[AnswerDelta | AnswerResponse]:
+        """:meth:`answer` as the LLM writes it: :class:`AnswerDelta` pieces of the text, then
+        the :class:`AnswerResponse` (see the async twin)."""
+        request = _answer_request(question, mode, depth, as_of, limit, namespaces)
+        return self.answer_stream_request(request)
+
+    def answer_stream_request(
+        self, request: AnswerRequest
+    ) -> Iterator[AnswerDelta | AnswerResponse]:
+        reader = self._reading()
+        assert self._portal is not None  # _reading made it
+        return self._portal.iterate(reader.answer_stream_request(request))
 
     def query(self, question: str, *, namespaces: Sequence[str] | None = None) -> QueryResponse:
         """The question as one registry template (chosen by the LLM), run through the guard."""

@@ -23,6 +23,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from kg import formats
+from kg.docdates import document_date
 from kg.limits import cut_key, cut_name, is_valid_unicode, printable_path
 from kg.models import Chunk, Document, SkippedFile
 
@@ -408,6 +409,7 @@ def _load_file(path: Path, rel: str, max_file_bytes: int, tree: _Tree | None) ->
         raise _Skip("empty: no text")
     # Title and path reach indexed properties: bounded by the one rule (kg/limits.py).
     rel = cut_key(rel)
+    date = date or document_date(text, title or path.stem)
     return Document(
         id=document_id(rel),
         path=rel,

@@ -43,14 +43,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from neo4j import Driver
 
-from kg import docgraph
+from kg import docgraph, observe
 from kg.documents import chunk_document, document_id, load_folder
 from kg.errors import ConfigError
 from kg.extract import (
+    ChunkOutcome,
     ExtractedEntity,
     ExtractedRelation,
     ExtractionCache,
@@ -97,11 +98,26 @@ STAGES = ("load", "chunk", "extract", "resolve", "write")
 
 
 class Progress(Protocol):
-    """What the pipeline reports while it works; the CLI draws it with rich."""
+    """What the pipeline reports while it works; the CLI draws it (cli/progress.py)."""
 
     def stage(self, name: str, total: int | None) -> None: ...
 
     def advance(self, amount: int = 1) -> None: ...
+
+
+@runtime_checkable
+class CountingProgress(Progress, Protocol):
+    """A :class:`Progress` that also shows each stage's counts; the pipeline calls ``note``
+    only on one that has it, so a plain ``Progress`` keeps working.
+
+    ``counts`` are the current stage's totals so far (a name left out keeps its last value):
+    ``files`` and ``skipped`` (load), ``chunks`` (chunk, write), ``calls``, ``cached`` and
+    ``failed`` (extract: LLM calls made, chunks answered from the cache, chunks failed),
+    ``entities``, ``relations`` and ``facts`` (the finish's write). A note comes before the
+    ``advance`` it goes with.
+    """
+
+    def note(self, counts: Mapping[str, int]) -> None: ...
 
 
 class _Silent:
@@ -110,6 +126,15 @@ class _Silent:
 
     def advance(self, amount: int = 1) -> None:
         pass
+
+    def note(self, counts: Mapping[str, int]) -> None:
+        pass
+
+
+def _note(progress: Progress, **counts: int) -> None:
+    """Tell ``progress`` the stage's counts, if it shows counts (:class:`CountingProgress`)."""
+    if isinstance(progress, CountingProgress):
+        progress.note(counts)
 
 
 @dataclass
@@ -214,7 +239,8 @@ class _Clock:
         self._progress.stage(name, total)
         started = time.monotonic()
         try:
-            yield
+            with observe.span("kg.ingest.stage", stage=name, total=total):
+                yield
         finally:
             spent = time.monotonic() - started
             self._summary.timings[name] = round(self._summary.timings.get(name, 0.0) + spent, 3)
@@ -229,7 +255,8 @@ def make_writer(
     here, loaded on first use).
     """
     ontology = ontology_from_settings(settings.extract)
-    always = {*settings.write.typed_predicates, *(ontology.predicates or ())}
+    # The document graph's own predicates (IN_CATEGORY, REFERENCES) are always typed edges.
+    always = {*settings.write.typed_predicates, *(ontology.predicates or ()), *docgraph.PREDICATES}
     return GraphWriter(
         driver=driver,
         database=settings.neo4j.database,
@@ -247,6 +274,7 @@ def make_writer(
             max_type_labels=settings.write.max_type_labels,
         ),
         fact_embedder=fact_embedder or make_chunk_embedder(settings.chunks),
+        factless_predicates=frozenset(docgraph.FACTLESS),
     )
 
 
@@ -302,6 +330,7 @@ def ingest(
     with _marked(settings, driver, source, shard, dry_run):
         with clock.stage("load"):
             loaded = _load(settings, root, triplets, include, exclude, follow_symlinks, summary)
+            _note(progress, files=len(loaded.documents), skipped=len(summary.skipped))
             plan = _plan(writer, source, loaded, summary, method=method, reextract=reextract)
             if shard is not None:
                 _own_shard(plan, shard, summary)
@@ -408,9 +437,12 @@ def _document_graph(
     known: Sequence[KnownEntity | ResolvedEntity],
     embedder: Embedder,
     summary: IngestSummary,
+    rows: Sequence[DocumentRow],
 ) -> docgraph.DocGraph:
-    """Zero-LLM entities from titles, headings, links; mentions of every known name."""
-    extra = docgraph.build(plan.todo, plan.chunks, known, embedder)
+    """Zero-LLM entities from titles, headings, links, folders; mentions of every known name.
+    Documents imported from a triplets file have ids for paths, not folders: no categories."""
+    imported = {row.id for row in rows if row.extraction.method == "triplets"}
+    extra = docgraph.build(plan.todo, plan.chunks, known, embedder, imported=imported)
     summary.docgraph_entities = len(extra.entities)
     summary.docgraph_mentions = len(extra.mentions)
     return extra
@@ -649,6 +681,8 @@ def _chunk(settings: Settings, plan: _Plan, summary: IngestSummary, progress: Pr
         plan.chunks[doc.id] = chunk_document(
             doc, chunk_tokens=settings.extract.chunk_tokens, overlap=settings.extract.chunk_overlap
         )
+        summary.chunks += len(plan.chunks[doc.id])
+        _note(progress, chunks=summary.chunks)
         progress.advance()
     summary.chunks = len(plan.all_chunks)
 
@@ -693,7 +727,7 @@ def _stage(
     """A worker's writes, in the order that keeps a failure harmless (module docstring):
     documents (hash cleared), their old contents removed, chunks, then their facts staged."""
     doc_rows = [
-        DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source, method)
+        DocumentRow(d.id, d.path, d.title, d.sha256, summary.root, summary.source, method, d.date)
         for d in plan.todo
     ]
     staging.unstage([d.id for d in plan.todo])
@@ -712,6 +746,7 @@ def _stage(
     # run ask the LLM for the failed chunks only.
     written_chunks = plan.all_chunks
     writer.upsert_chunks(_chunk_rows(plan, written_chunks, chunk_embedder))
+    _note(progress, chunks=len(written_chunks))
     progress.advance()
     by_doc: dict[str, list[ChunkFacts]] = defaultdict(list)
     document_of = {c.id: c.document_id for c in plan.all_chunks}
@@ -738,6 +773,7 @@ def _payload(
         "sha256": row.sha256,
         "root": row.root,
         "text": doc.text,
+        "date": row.date,
         "method": [row.extraction.method, row.extraction.model, row.extraction.prompt],
         "incomplete": incomplete,
         "facts": [[f.chunk_id, f.result.model_dump(mode="json")] for f in facts],
@@ -818,7 +854,7 @@ def finish_staged(
                 [d.text for d in plan.todo],
             )
             found: list[KnownEntity | ResolvedEntity] = [*known, *resolution.entities.values()]
-            extra = _document_graph(plan, found, parts.embedder, summary)
+            extra = _document_graph(plan, found, parts.embedder, summary, rows)
         lock.check()
         with clock.stage("write", 4):
             args = (plan, facts, keys, resolution, extra, rows, incomplete, summary)
@@ -859,11 +895,14 @@ def _unstaged(
     by_doc: dict[str, list[ChunkFacts]] = {}
     for item in staged.documents:
         data = item.data
-        docs.append(Document(item.id, data["path"], data["title"], data["text"], data["sha256"]))
+        date = data.get("date")  # staged by an older kg: none
+        docs.append(
+            Document(item.id, data["path"], data["title"], data["text"], data["sha256"], date)
+        )
         method = Extraction(*data["method"])
         rows.append(
             DocumentRow(item.id, data["path"], data["title"], data["sha256"], data["root"],
-                        source, method)
+                        source, method, date)
         )  # fmt: skip
         if data["incomplete"]:
             incomplete.add(item.id)
@@ -897,21 +936,28 @@ def _write_resolved(
     entity_of = dict(zip(keys, resolution.entity_ids, strict=True))
     written = {c.id for c in plan.all_chunks}
     mentions = {(c, e) for c, e in extra.mentions if c in written}
-    found = {e for _, e in mentions}
+    links = [r for r in extra.relations if set(r.chunk_ids) & written]
+    found = {e for _, e in mentions} | {e for r in links for e in (r.source, r.target)}
     namespace = summary.source
-    writer.upsert_entities(
-        _entity_rows(resolution, namespace=namespace, own=_own_words(facts, entity_of))
-        + _entity_rows(extra.entities, keep=found, namespace=namespace)  # document graph
-    )
+    entities = _entity_rows(resolution, namespace=namespace, own=_own_words(facts, entity_of))
+    entities += _entity_rows(extra.entities, keep=found, namespace=namespace)  # document graph
+    writer.upsert_entities(entities)
+    _note(progress, entities=len(entities))
     progress.advance()
     mentions.update((chunk_id, entity_of[(chunk_id, i)]) for chunk_id, i in keys)
     writer.upsert_mentions(mentions)
     progress.advance()
-    counts = writer.upsert_relations(_relations(facts, keys, entity_of, namespace))
+    structure = [
+        RelationRow(r.source, r.target, r.predicate, weight=r.weight, valid_from=r.valid_from,
+                    chunk_ids=tuple(c for c in r.chunk_ids if c in written), namespace=namespace)
+        for r in links
+    ]  # fmt: skip
+    counts = writer.upsert_relations(_relations(facts, keys, entity_of, namespace) + structure)
     summary.relations_created = counts.relationships_created
     summary.relations_updated = counts.relations_written - counts.relationships_created
     summary.relations_closed = counts.relations_closed
     summary.facts_created = counts.facts_written
+    _note(progress, relations=counts.relations_written, facts=counts.facts_written)
     if touched:
         summary.entities_removed += writer.settle_entities(touched)
     progress.advance()
@@ -1026,9 +1072,20 @@ def _extract(
         return []
     cache_path = settings.extract.cache_path
     cache_path.parent.mkdir(parents=True, exist_ok=True)
+    failed = 0
+
+    def done(outcome: ChunkOutcome) -> None:
+        # The summary's own counters, kept as chunks finish (the run's totals replace them).
+        nonlocal failed
+        summary.llm_calls += outcome.usage.calls
+        summary.cache_hits += outcome.usage.cache_hits
+        failed += not outcome.ok and not outcome.not_run
+        _note(progress, calls=summary.llm_calls, cached=summary.cache_hits, failed=failed)
+        progress.advance()
+
     with ExtractionCache(cache_path, refresh=refresh) as cache:
         extractor = make_extractor(settings, cache)
-        run = run_sync(extractor, chunks, on_done=lambda _o: progress.advance())
+        run = run_sync(extractor, chunks, on_done=done)
     summary.llm_calls = run.usage.calls
     summary.llm_retries = run.usage.retries
     summary.cache_hits = run.usage.cache_hits

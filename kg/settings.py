@@ -973,6 +973,11 @@ class Settings(BaseSettings):
     router: RouterSettings = Field(default_factory=RouterSettings)
     schema_dir: Path | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="`text`: one readable line a record; `json`: one JSON object a line, with "
+        "the trace and span ids when tracing is on (docs/observability.md, Logs).",
+    )
 
     @model_validator(mode="after")
     def _uri_follows_local_server(self) -> Settings:

@@ -45,7 +45,7 @@ from api.auth import (
     key_matches,
 )
 from api.serving import uvicorn_options
-from kg import AsyncKnowledgeGraph, Settings, bound_namespaces, current_client
+from kg import AsyncKnowledgeGraph, Settings, bound_namespaces, current_client, observe
 from kg.redact import settings_secrets
 from kg_mcp.server import build_server
 
@@ -249,11 +249,11 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
     settings = settings.model_copy(update={"api": api})
     check_auth_config(settings.api)
     # kg serve's log hygiene: secrets scrubbed, a flood of one kind of line rate-limited
-    logs.install(settings_secrets(settings))
+    logs.install(settings_secrets(settings), fmt=settings.log_format)
     async with AsyncKnowledgeGraph(settings) as graph:
         await graph.check_model()
         config = uvicorn.Config(
-            http_app(graph, settings),
+            observe.asgi(http_app(graph, settings), "mcp"),  # a span per request
             host=host,
             port=port,
             log_config=None,

@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Sequence
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
@@ -25,12 +25,15 @@ from kg import (
     MAX_LIMIT,
     MAX_QUERY_CHARS,
     MIN_DEPTH,
+    AnswerDelta,
     AnswerMode,
     AnswerRequest,
+    AnswerResponse,
     AsyncKnowledgeGraph,
     KGError,
     Mode,
     RoutedRequest,
+    observe,
 )
 from kg import AsOf as AsOfType
 from kg.errors import validation_errors
@@ -163,6 +166,11 @@ class KgServer(MCPServer[Any]):
     (:mod:`kg_mcp.arguments`) instead of pydantic's report."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # one span per tool call, continuing an HTTP caller's traceparent (kg.observe)
+        with observe.server_span("kg.mcp.tool", _headers(context), tool=name):
+            return await self._call_tool(name, arguments, context)
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], context: Any) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -174,6 +182,16 @@ class KgServer(MCPServer[Any]):
             tool = next((t for t in await self.list_tools() if t.name == name), None)
             schema = tool.input_schema if tool is not None else {}
             raise ToolError(plain_sentence(name, cause, schema)) from cause
+
+
+def _headers(context: Any) -> dict[str, str] | None:
+    """The HTTP headers of the request a tool call came in (None over stdio)."""
+    try:
+        request = context.request_context.request
+    except (AttributeError, ValueError):
+        return None
+    headers = getattr(request, "headers", None)
+    return dict(headers) if headers is not None else None
 
 
 def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
@@ -211,17 +229,21 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         limit: Annotated[int, Field(ge=1, le=50, description="Context chunks/relations.")] = 10,
         as_of: AsOf = None,
         namespaces: Namespaces = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Answer a question from the graph's retrieved context only, with citations (chunk
         and relation ids from the returned context). When the context does not answer it,
-        `insufficient_context` is true: do not guess beyond it. Costs LLM calls (see usage)."""
+        `insufficient_context` is true: do not guess beyond it. Costs LLM calls (see usage).
+        With a progress token, the answer's text is reported as progress while it is written."""
         request = _valid(
             "answer",
             AnswerRequest,
             {"question": question, "mode": mode, "depth": depth, "limit": limit, "as_of": as_of,
              "namespaces": namespaces},
         )  # fmt: skip
-        return _dump(await _call(graph.answer_request(request)))
+        if ctx is None or not _wants_progress(ctx):
+            return _dump(await _call(graph.answer_request(request)))
+        return _dump(await _call(_streamed(graph, request, ctx)))
 
     @server.tool(annotations=_READ_ONLY)
     async def get_entity(entity_id: EntityId, namespaces: Namespaces = None) -> dict[str, Any]:
@@ -278,6 +300,36 @@ def build_server(graph: AsyncKnowledgeGraph) -> MCPServer[Any]:
         return _dump(await _call(graph.namespaces()))
 
     return server
+
+
+def _wants_progress(ctx: Context) -> bool:
+    """True when the caller sent a progress token (else nothing would see the stream, and
+    the answer keeps its re-asks)."""
+    try:
+        meta = ctx.request_context.meta
+    except ValueError:  # no request: a direct call
+        return False
+    if not meta:
+        return False
+    return (meta.get("progress_token") or meta.get("progressToken")) is not None
+
+
+async def _streamed(
+    graph: AsyncKnowledgeGraph, request: AnswerRequest, ctx: Context
+) -> AnswerResponse:
+    """The answer streamed: each piece of its text is a progress notification (``progress``:
+    the characters written so far, ``message``: the piece), then the validated answer, as
+    ``POST /answer`` with ``stream`` gives it (never re-asked: an invalid one is an error)."""
+    written = 0
+    final: AnswerResponse | None = None
+    async for event in graph.answer_stream_request(request):
+        if isinstance(event, AnswerDelta):
+            written += len(event.text)
+            await ctx.report_progress(written, None, event.text)
+        else:
+            final = event
+    assert final is not None  # the stream ends with the answer, or raises
+    return final
 
 
 def _valid(tool: str, model: type[M], raw: dict[str, Any]) -> M:

@@ -65,7 +65,8 @@ def render() -> str:
     for section, info in Settings.model_fields.items():
         model = info.annotation
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            parts.append(f"\n`KG_{section.upper()}` — default {_default(info)}\n")
+            note = f": {info.description}" if info.description else ""
+            parts.append(f"\n`KG_{section.upper()}` — default {_default(info)}{note}\n")
             continue
         doc = (model.__doc__ or "").strip().splitlines()[0]
         parts.append(f"\n## {section}: {doc}\n\n| Variable | Default | Notes |\n|---|---|---|")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         **extra,
     )
     return env
+
+
+def run_kg(settings: Settings, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``kg ARGS`` in a subprocess against ``settings``' Neo4j, with ``env`` added."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=Path(__file__).resolve().parents[1],
+        env=cli_env(settings, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def example_ingest_cmd(example: Path, triplets: Path) -> list[str]:

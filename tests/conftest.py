@@ -24,8 +24,8 @@ from kg.graph.schema import apply_schema
 from kg.settings import Settings
 from tests.neo4j_backend import QUICK_JIT, Neo4jTarget, neo4j_target
 
-for _name in [name for name in os.environ if name.startswith("KG_")]:
-    del os.environ[_name]
+for _name in [name for name in os.environ if name.startswith(("KG_", "OTEL_"))]:
+    del os.environ[_name]  # OTEL_*: tracing is on only where a test turns it on (kg.observe)
 os.environ["KG_ENV_FILE"] = ""  # nor a developer's .env file (kg.settings._dotenv)
 # Every local Neo4j a test starts (in process or through the CLI) compiles with C1 only: a
 # test server's work is short, and C2's compiling was a third of the CPU of two cores that the

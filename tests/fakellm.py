@@ -9,6 +9,14 @@ the ``responder`` callable (request JSON -> Reply). A Reply's ``payload`` is wha
 "says": a dict is JSON-encoded. When the request offers tools, the payload is returned as a
 tool call to the first tool (instructor's TOOLS mode); otherwise as message content (JSON modes).
 
+A request with ``"stream": true`` is answered with server-sent chat-completion chunks, as
+OpenAI streams: the payload's text in pieces of ``chunk_chars`` (``chunk_delay_s`` apart), a
+last chunk with the finish reason, a ``usage`` chunk when the request asked for it
+(``stream_options.include_usage``), then ``data: [DONE]``. ``stream_forever`` keeps sending
+empty chunks after the text instead of ending (each with ``padding`` bytes beside the delta,
+which no parser reads but every byte bound counts). ``streams_cut`` counts the streams whose
+client closed the connection before the end; ``stream_cut`` is set when one does.
+
 Usage::
 
     with ScriptedLLM() as llm:
@@ -20,11 +28,12 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -40,6 +49,10 @@ class Reply:
     raw_body: str | None = None  # sent verbatim (e.g. broken JSON at the HTTP level)
     prompt_tokens: int = 50
     completion_tokens: int = 20
+    chunk_chars: int = 12  # streamed: the text in pieces of this many characters
+    chunk_delay_s: float = 0.0  # streamed: the pause before each piece
+    stream_forever: bool = False  # streamed: after the text, empty chunks until the client goes
+    padding: int = 0  # streamed: bytes of an unread field in every chunk
 
 
 @dataclass
@@ -51,6 +64,8 @@ class ScriptedLLM:
     #: model); unset, vectors are hash-derived.
     embed: Callable[[str, int], list[float]] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    streams_cut: int = 0
+    stream_cut: threading.Event = field(default_factory=threading.Event)
     _queue: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -76,6 +91,8 @@ class ScriptedLLM:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.streams_cut = 0
+            self.stream_cut.clear()
 
     def __enter__(self) -> ScriptedLLM:
         owner = self
@@ -85,6 +102,11 @@ class ScriptedLLM:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def handle(self) -> None:
+                # the client dropped a kept-alive connection (e.g. after a stream it cut)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    super().handle()
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -102,7 +124,28 @@ class ScriptedLLM:
                         reply = Reply(status=500, payload={"error": "script exhausted"})
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
-                self._send(reply, body)
+                if body.get("stream") is True and reply.status < 400 and reply.raw_body is None:
+                    self._stream(reply, body)
+                else:
+                    self._send(reply, body)
+
+            def _stream(self, reply: Reply, request: dict[str, Any]) -> None:
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for event in _chunks(reply, request):
+                        data = f"data: {json.dumps(event)}\n\n".encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        self.wfile.flush()
+                    self.wfile.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    with owner._lock:
+                        owner.streams_cut += 1
+                    owner.stream_cut.set()
+                    self.close_connection = True
 
             def _send(self, reply: Reply, request: dict[str, Any]) -> None:
                 if reply.raw_body is not None:
@@ -169,6 +212,44 @@ def _completion(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
         },
     }
+
+
+def _chunks(reply: Reply, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The chat-completion chunks of a streamed answer (see the module docstring)."""
+    content = reply.payload if isinstance(reply.payload, str) else json.dumps(reply.payload)
+    tools = request.get("tools") or []
+    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": request.get("model", "scripted")}  # fmt: skip
+    extra = {"padding": "p" * reply.padding} if reply.padding else {}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {**base, "choices": [choice], **extra}
+
+    if tools:
+        name = tools[0]["function"]["name"]
+        call = {"index": 0, "id": "call_scripted", "type": "function",
+                "function": {"name": name, "arguments": ""}}  # fmt: skip
+        yield chunk({"role": "assistant", "content": None, "tool_calls": [call]})
+    else:
+        yield chunk({"role": "assistant", "content": ""})
+    step = max(1, reply.chunk_chars)
+    for start in range(0, len(content), step):
+        if reply.chunk_delay_s:
+            time.sleep(reply.chunk_delay_s)
+        piece = content[start : start + step]
+        if tools:
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        else:
+            yield chunk({"content": piece})
+    while reply.stream_forever:
+        time.sleep(reply.chunk_delay_s or 0.02)
+        yield chunk({})
+    yield chunk({}, "tool_calls" if tools else "stop")
+    if (request.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                 "total_tokens": reply.prompt_tokens + reply.completion_tokens}  # fmt: skip
+        yield {**base, "choices": [], "usage": usage}
 
 
 def _embeddings(

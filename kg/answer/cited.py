@@ -9,6 +9,13 @@ easy path: the first field of the schema is ``insufficient_context``, the prompt
 always acceptable, and such an answer needs no citation. When retrieval finds nothing, the
 LLM is not called at all.
 
+Streamed (``answer_stream``, ``POST /answer`` with ``"stream": true``): the same retrieval and
+the same prompt, one streamed LLM call (:func:`kg.llm.ask_stream`); the ``answer`` field's text
+is passed on as instructor's partial model grows, then the complete model is validated by the
+same :class:`LLMAnswer` validators against the same context. A stream is never re-asked: an
+invented citation ends it with :class:`~kg.llm.ReaskFailed` after the text, never with a final
+answer.
+
 Relations are cited by a stable id, ``source_id|PREDICATE|target_id|valid_from`` (valid_from
 empty when the fact has no start date): the writer's own relation key, so one fact has one id
 across requests.
@@ -17,6 +24,9 @@ across requests.
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
 from datetime import date, datetime
 from itertools import zip_longest
 from typing import Any, Protocol
@@ -30,8 +40,9 @@ from pydantic import (
     model_validator,
 )
 
+from kg.errors import ExtractionError
 from kg.instants import AsOf
-from kg.llm import LLMEndpoint, LLMUsage, ask
+from kg.llm import LLMEndpoint, LLMUsage, ask, ask_stream
 from kg.models import no_nul
 from kg.modes import AnswerMode as AnswerMode
 from kg.scope import NamespaceList
@@ -50,16 +61,21 @@ from kg.settings import Settings
 
 __all__ = [
     "AnswerContext",
+    "AnswerDelta",
     "AnswerRequest",
     "AnswerResponse",
     "Citation",
     "ContextRelation",
     "LLMAnswer",
+    "Prepared",
     "answer",
+    "answer_stream",
+    "prepare",
     "relation_id",
 ]
 
 MAX_ANSWER_LIMIT = 50
+MAX_ANSWER_CHARS = 4000
 MAX_QUOTE_CHARS = 500
 INSUFFICIENT = "The retrieved context does not answer this question."
 
@@ -92,6 +108,12 @@ class AnswerRequest(BaseModel):
     as_of: AsOf | None = Field(None, description="Answer as of this date or datetime.")
     limit: int = Field(10, ge=1, le=MAX_ANSWER_LIMIT, description="Chunks and relations each.")
     namespaces: NamespaceList | None = None
+    stream: bool = Field(
+        False,
+        description="Send server-sent events: `delta` events with the answer's text as the "
+        "LLM writes it, then one `answer` event with this endpoint's usual body (or one "
+        "`error` event). Never re-asked.",
+    )
 
     @field_validator("question")
     @classmethod
@@ -152,7 +174,9 @@ class LLMAnswer(BaseModel):
     insufficient_context: bool = Field(
         description="true when the context does not answer the question (then cite nothing)."
     )
-    answer: str = Field(max_length=4000, description="The answer, from the context only; brief.")
+    answer: str = Field(
+        max_length=MAX_ANSWER_CHARS, description="The answer, from the context only; brief."
+    )
     citations: list[Citation] = Field(
         default_factory=list,
         max_length=20,
@@ -181,6 +205,12 @@ class ContextRelation(RelationHit):
 class AnswerContext(BaseModel):
     chunks: list[ChunkHit]
     relations: list[ContextRelation]
+
+
+class AnswerDelta(BaseModel):
+    """A piece of a streamed answer's text, in order: joined, they are the answer so far."""
+
+    text: str
 
 
 class AnswerResponse(BaseModel):
@@ -238,8 +268,22 @@ def _fit(found: SearchResponse, budget: int) -> tuple[list[ChunkHit], list[Conte
     return kept_chunks, kept_relations
 
 
-async def answer(search: Retriever, settings: Settings, request: AnswerRequest) -> AnswerResponse:
-    """Retrieve, then answer from the retrieved context with validated citations."""
+@dataclass(frozen=True)
+class Prepared:
+    """An answer's retrieval done: what the LLM is asked, and what its citations may name."""
+
+    started: float
+    mode: SearchMode
+    context: AnswerContext
+    messages: list[dict[str, str]]
+    validation: dict[str, Any]
+
+
+async def prepare(
+    search: Retriever, settings: Settings, request: AnswerRequest
+) -> Prepared | AnswerResponse:
+    """Retrieve the context; an :class:`AnswerResponse` already when nothing was found (the
+    LLM is not called)."""
     started = time.perf_counter()
     mode: SearchMode
     if request.mode == "auto":
@@ -283,19 +327,62 @@ async def answer(search: Retriever, settings: Settings, request: AnswerRequest) 
         "relations": {r.id: f"{r.source_name} {r.type} {r.target_name} {r.description}"
                       for r in relations},
     }  # fmt: skip
-    result, usage = await ask(
-        LLMEndpoint.from_settings(settings), LLMAnswer, messages, context=validation
-    )
+    return Prepared(started, mode, context, messages, validation)
+
+
+def _respond(prepared: Prepared, result: LLMAnswer, usage: LLMUsage) -> AnswerResponse:
     return AnswerResponse(
         answer=result.answer if not result.insufficient_context else result.answer or INSUFFICIENT,
         citations=[] if result.insufficient_context else result.citations,
         confidence=0.0 if result.insufficient_context else result.confidence,
         insufficient_context=result.insufficient_context,
-        mode=mode,
-        context=context,
+        mode=prepared.mode,
+        context=prepared.context,
         usage=usage,
-        took_ms=_ms(started),
+        took_ms=_ms(prepared.started),
     )
+
+
+async def answer(search: Retriever, settings: Settings, request: AnswerRequest) -> AnswerResponse:
+    """Retrieve, then answer from the retrieved context with validated citations."""
+    prepared = await prepare(search, settings, request)
+    if isinstance(prepared, AnswerResponse):
+        return prepared
+    result, usage = await ask(
+        LLMEndpoint.from_settings(settings),
+        LLMAnswer,
+        prepared.messages,
+        context=prepared.validation,
+    )
+    return _respond(prepared, result, usage)
+
+
+async def answer_stream(
+    prepared: Prepared | AnswerResponse, settings: Settings
+) -> AsyncGenerator[AnswerDelta | AnswerResponse, None]:
+    """The answer's text as the LLM writes it (:class:`AnswerDelta`), then the answer,
+    validated as :func:`answer` validates it; an answer that does not validate raises after
+    the text, with no final answer."""
+    if isinstance(prepared, AnswerResponse):
+        yield prepared
+        return
+    sent = ""
+    endpoint = LLMEndpoint.from_settings(settings)
+    steps = ask_stream(endpoint, LLMAnswer, prepared.messages, context=prepared.validation)
+    async with aclosing(steps):  # stopped early (an error, a client gone): the call ends
+        async for step in steps:
+            if isinstance(step, tuple):
+                yield _respond(prepared, *step)
+                return
+            # partial: the text so far (None before the field starts)
+            text = step.answer or ""
+            if len(text) > MAX_ANSWER_CHARS:  # the final validation would refuse it: stop now
+                raise ExtractionError(
+                    f"the LLM's answer was longer than {MAX_ANSWER_CHARS} characters"
+                )
+            if len(text) > len(sent) and text.startswith(sent):
+                yield AnswerDelta(text=text[len(sent) :])
+                sent = text
 
 
 def _when(as_of: date | datetime | None) -> str:

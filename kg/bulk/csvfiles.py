@@ -26,7 +26,8 @@ _DELIMITER_CANDIDATES = ("\ue000", "\ue001", "\ue002", "\x1f", "\x1e", "\x1d", "
 #: The typed columns of each node label, in file order; the first is the node's id.
 NODE_COLUMNS: dict[str, tuple[str, ...]] = {
     "Document": ("id:ID(Document)", "path", "title", "root", "source", "sha256",
-                 "ingested_at:datetime", "extraction", "extraction_model", "extraction_prompt"),
+                 "ingested_at:datetime", "extraction", "extraction_model", "extraction_prompt",
+                 "date:date"),
     "Chunk": ("id:ID(Chunk)", "index:long", "text", "sha256", "document_id",
               "embedding:double[]", "title", "language", "namespace"),
     "Entity": ("id:ID(Entity)", "name", "type", "first_seen:datetime", "description",

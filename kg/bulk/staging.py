@@ -181,7 +181,7 @@ class StagingWriter(w.GraphWriter):
     def _documents(self, rows: list[Props]) -> list[Any]:
         for row in rows:
             doc = self.graph.documents.setdefault(row["id"], {"id": row["id"]})
-            _set(doc, {k: row[k] for k in ("path", "title", "root", "source")})
+            _set(doc, {k: row[k] for k in ("path", "title", "root", "source", "date")})
             doc.pop("sha256", None)
         return []
 

@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kg import observe
 from kg.errors import ClientBusy, Overloaded
 
 Cost = Literal["light", "heavy"]
@@ -109,11 +110,13 @@ class Admission:
         return self.slots if client is None else self.per_client
 
     def _grant(self, client: str | None, heavy: bool) -> None:
+        observe.count("slots", 1)
         self.running += 1
         self.running_heavy += heavy
         self.by_client[client] = self.by_client.get(client, 0) + 1
 
     def _release(self, client: str | None, heavy: bool) -> None:
+        observe.count("slots", -1)
         self.running -= 1
         self.running_heavy -= heavy
         left = self.by_client.get(client, 0) - 1
@@ -140,6 +143,13 @@ class Admission:
         self._dispatch()
         if waiter.granted.done():
             return
+        # queued: the wait is observed (a span; metrics count waits and refusals)
+        with observe.span("kg.admission.wait", cost="heavy" if heavy else "light"):
+            await self._wait(waiter, client, heavy, timeout_s)
+
+    async def _wait(
+        self, waiter: _Waiter, client: str | None, heavy: bool, timeout_s: float
+    ) -> None:
         try:
             async with asyncio.timeout(timeout_s):
                 await asyncio.shield(waiter.granted)

@@ -53,7 +53,7 @@ from neo4j.api import BookmarkManager
 from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import ValidationError
 
-from kg import scope
+from kg import observe, scope
 from kg.cypher.admission import Admission, cost_of, current_client
 from kg.cypher.params import (
     CHUNK_EMBEDDING_DIM_CONTEXT,
@@ -252,26 +252,29 @@ class Guard:
 
     async def run(self, name: str, params: Mapping[str, Any] | TemplateParams) -> TemplateResult:
         """Validate, check relation types, run in a READ transaction, cap the rows."""
-        prepared = self.prepare(name, params)
-        types = prepared.params.relation_type_filter()
-        if types:
-            await self.check_relation_types(types)
-        cost = cost_of(prepared.template.name, prepared.params)
-        async with self.admission.slot(cost, self._search.queue_timeout_s, current_client.get()):
-            started = time.perf_counter()
-            rows, truncated = await self._read(
-                prepared.template.name,
-                prepared.text,
-                prepared.cypher_params(),
-                prepared.row_cap,
-                packed=prepared.template.packed,
-                temporal=prepared.template.temporal,
-            )
+        # the template's name, its rows and time: never its parameters' values
+        with observe.span("kg.guard.read", template=name if name in self.registry else "?") as read:
+            prepared = self.prepare(name, params)
+            types = prepared.params.relation_type_filter()
+            if types:
+                await self.check_relation_types(types)
+            cost = cost_of(prepared.template.name, prepared.params)
+            async with self.admission.slot(
+                cost, self._search.queue_timeout_s, current_client.get()
+            ):
+                started = time.perf_counter()
+                rows, truncated = await self._read(
+                    prepared.template.name,
+                    prepared.text,
+                    prepared.cypher_params(),
+                    prepared.row_cap,
+                    packed=prepared.template.packed,
+                    temporal=prepared.template.temporal,
+                )
+            took_ms = (time.perf_counter() - started) * 1000
+            read.set(rows=len(rows), truncated=truncated, ms=round(took_ms, 3), cost=cost)
         return TemplateResult(
-            template=prepared.template.name,
-            rows=rows,
-            truncated=truncated,
-            took_ms=(time.perf_counter() - started) * 1000,
+            template=prepared.template.name, rows=rows, truncated=truncated, took_ms=took_ms
         )
 
     async def _read(

@@ -463,6 +463,25 @@ class GraphEvidenceParams(TemplateParams):
     limit: int = Field(MAX_IDS * 5, ge=1, le=MAX_IDS * 5)
 
 
+class ChunksDatedAfterParams(TemplateParams):
+    """Which of these chunks belong to documents dated after ``as_of`` (``--as-of`` leaves
+    them out of a search; a document without a date is never after)."""
+
+    chunk_ids: list[EntityId] = Field(min_length=1, max_length=MAX_IDS * 10)
+    as_of: AsOf
+
+    @staticmethod
+    def max_ids() -> int:
+        return MAX_IDS * 10
+
+    def cypher_params(self) -> dict[str, Any]:
+        return {
+            "chunk_ids": self.chunk_ids,
+            "as_of_date": as_of_params(self.as_of)["as_of_date"],
+            "limit": len(self.chunk_ids),
+        }
+
+
 class NoParams(TemplateParams):
     pass
 

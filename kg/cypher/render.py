@@ -398,6 +398,16 @@ GRAPH_EVIDENCE: LiteralString = (
     "RETURN (chunks + entities)[..$read_rows] AS rows"
 )
 
+# Chunks of documents dated after the as-of date (a document's own date, kg/docdates.py; the
+# writer stores it as a DATE): a search as of then leaves them out. Undated documents never are.
+CHUNKS_DATED_AFTER: LiteralString = (
+    "UNWIND $chunk_ids AS cid\n"
+    "MATCH (c:Chunk {id: cid}) WHERE " + chunk_in_scope("c") + "\n"
+    "MATCH (c)-[:PART_OF]->(d:Document)\n"
+    "WHERE d.date IS :: DATE AND d.date > $as_of_date\n"
+    "RETURN DISTINCT c.id AS id LIMIT $limit"
+)
+
 # The predicates facts use (the writer's catalogue), whatever types store them.
 # Scoped: the predicates with a fact in the scope (one fact_predicate index lookup each).
 RELATION_TYPES: LiteralString = (

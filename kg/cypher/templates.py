@@ -18,6 +18,7 @@ from kg.cypher.params import (
     ChunkPageParams,
     ChunksByTextParams,
     ChunksByVectorParams,
+    ChunksDatedAfterParams,
     CommunityReportsParams,
     EntityDetailsParams,
     EntityLinksParams,
@@ -295,6 +296,15 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.CHUNKS_BY_TEXT),
         row_cap=2000,
         packed=True,
+        temporal=False,
+    ),
+    Template(
+        name="chunks_dated_after",
+        description="Of the given chunks, those whose document is dated (its own date: front "
+        "matter, file metadata, title) after as_of: a search as of a date leaves them out.",
+        params=ChunksDatedAfterParams,
+        texts=_one(render.CHUNKS_DATED_AFTER),
+        row_cap=2000,
         temporal=False,
     ),
     Template(

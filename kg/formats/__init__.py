@@ -31,8 +31,20 @@ class Unreadable(Exception):
     """The file is not a readable instance of its format; the message says why, for the user."""
 
 
-# suffix -> "module:function" inside kg.formats; filled in by the readers' modules.
-_READERS: dict[str, str] = {}
+# suffix -> "module:function" inside kg.formats (docs/extraction.md, "Formats").
+_READERS: dict[str, str] = {
+    ".docx": "office:read_docx",
+    ".xlsx": "office:read_xlsx",
+    ".xlsm": "office:read_xlsx",
+    ".pptx": "office:read_pptx",
+    ".odt": "opendocument:read_odf",
+    ".ods": "opendocument:read_odf",
+    ".odp": "opendocument:read_odf",
+    ".rtf": "rtf:read_rtf",
+    ".eml": "mail:read_eml",
+    ".msg": "mail:read_msg",
+    ".epub": "epub:read_epub",
+}
 
 SUFFIXES = frozenset(_READERS)
 
@@ -45,4 +57,12 @@ def read(suffix: str, data: bytes) -> Extracted:
     module_name, _, function_name = target.partition(":")
     module = importlib.import_module(f"kg.formats.{module_name}")
     reader: Callable[[bytes], Extracted] = getattr(module, function_name)
-    return reader(data)
+    try:
+        return reader(data)
+    except Unreadable:
+        raise
+    except Exception as exc:  # a corrupt file is that file's skip, never the run's
+        # The readers catch what their libraries document; a malformed file can still reach a
+        # library's unguarded corner (an IndexError, a TypeError). It is the same verdict.
+        kind = suffix.lower().lstrip(".").upper()
+        raise Unreadable(f"unreadable {kind}: {type(exc).__name__}: {exc}"[:300]) from exc

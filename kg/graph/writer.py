@@ -44,7 +44,7 @@ _UPSERT_DOCUMENTS: LiteralString = """
 UNWIND $rows AS row
 MERGE (d:Document {id: row.id})
 SET d.path = row.path, d.title = row.title, d.root = row.root, d.source = row.source,
-    d.sha256 = null
+    d.date = date(row.date), d.sha256 = null
 """
 
 # An unchanged document loaded from another folder (a moved folder) is that folder's now: the
@@ -336,6 +336,7 @@ class DocumentRow:
     root: str = ""
     source: str = ""
     extraction: Extraction = Extraction("metadata")
+    date: str | None = None  # the document's own date, ISO YYYY-MM-DD (kg.docdates)
 
 
 @dataclass(frozen=True)
@@ -443,6 +444,9 @@ class GraphWriter:
     # fact index shares the chunk index's dimension and embedder. None writes no facts (a
     # model 4 graph, for tests of kg migrate); kg's own writers always have one.
     fact_embedder: Embedder | None = None
+    # Predicates whose relations get no fact (kg.docgraph.FACTLESS: the document graph's
+    # structure states no fact in words; docs/architecture.md, "The folder's structure").
+    factless_predicates: frozenset[str] = frozenset()
 
     # -- reads the pipeline needs ------------------------------------------------------------
 
@@ -495,6 +499,7 @@ class GraphWriter:
                 "title": cut_name(d.title),
                 "root": d.root,
                 "source": cut_key(d.source),
+                "date": _iso_date(d.date),
             }
             for d in docs
         ]
@@ -620,6 +625,7 @@ class GraphWriter:
             counts.add(self._upsert_relation_rows(_UPSERT_RELATIONS_DYNAMIC, small, factless))
         counts.relations_written = len(merged)
         # Facts before closing: closing an edge then closes its fact too.
+        factless = [r for r in factless if r["predicate"] not in self.factless_predicates]
         counts.facts_written = self.upsert_facts(factless)
         pairs = sorted(
             {(r.source, r.predicate) for r in merged if r.predicate in self.single_valued}
@@ -933,6 +939,16 @@ def _counts(summary: Any) -> WriteCounts:
         properties_set=summary.properties_set,
         batches=1,
     )
+
+
+def _iso_date(value: str | None) -> str | None:
+    """A calendar date Cypher's ``date()`` takes, or None (no date, or not one)."""
+    if not value:
+        return None
+    try:
+        return date.fromisoformat(value[:10]).isoformat()
+    except ValueError:
+        return None
 
 
 def _now() -> datetime:

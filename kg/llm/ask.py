@@ -13,7 +13,8 @@ budget is an :class:`~kg.errors.ExtractionError` (``BudgetExceeded`` when the bu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
@@ -22,6 +23,7 @@ from kg.errors import BudgetExceeded, ExtractionError
 from kg.llm.endpoint import Endpoint
 from kg.llm.factory import llm_client
 from kg.llm.protocol import (
+    LLMCallError,
     LLMEndpointError,
     LLMInvalidOutput,
     LLMUnusableOutput,
@@ -30,7 +32,7 @@ from kg.llm.protocol import (
     current_meter,
 )
 
-__all__ = ["LLMEndpoint", "LLMUsage", "ReaskFailed", "ask"]
+__all__ = ["LLMEndpoint", "LLMUsage", "ReaskFailed", "ask", "ask_stream"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -96,39 +98,80 @@ async def ask(
     ``context`` is instructor's validation context (what the model's validators check
     against, e.g. the ids that may be cited).
     """
-    meter = _Meter(endpoint)
-    if not meter.claim_call():  # max_calls >= 1 by settings; a zero budget still says so
-        raise BudgetExceeded(f"stopped before asking: {meter.budget_hit}")
+    meter = _started(endpoint)
     reask = Reask(endpoint.max_retries + 1, meter.claim_call)
     try:
         async with llm_client(endpoint) as client:
             reply = await client.create(response_model, messages, reask=reask, context=context)
-    except LLMEndpointError as exc:
+    except _HANDLED as exc:
+        raise _failed(exc, meter) from exc
+    meter.add(reply.usage)
+    return _clean(response_model, reply.value, context), meter.usage
+
+
+async def ask_stream(
+    endpoint: LLMEndpoint,
+    response_model: type[M],
+    messages: Sequence[Mapping[str, str]],
+    *,
+    context: Mapping[str, Any],
+) -> AsyncGenerator[M | tuple[M, LLMUsage], None]:
+    """:func:`ask` as it is written: the model so far (partial: fields not yet written are
+    None), then one ``(answer, usage)`` validated as :func:`ask` validates it. One call of the
+    request's budget, never re-asked: an answer that does not validate raises
+    :class:`ReaskFailed` after one attempt, the same errors as :func:`ask` otherwise."""
+    meter = _started(endpoint)
+    try:
+        async with llm_client(endpoint) as client:
+            steps = client.stream(response_model, messages, context=context)
+            async with aclosing(steps):
+                async for step in steps:
+                    if not step.done:
+                        yield step.value
+                        continue
+                    meter.add(step.usage or TokenUsage())
+                    yield _clean(response_model, step.value, context), meter.usage
+    except _HANDLED as exc:
+        raise _failed(exc, meter) from exc
+
+
+_HANDLED = (LLMEndpointError, LLMInvalidOutput, LLMUnusableOutput)
+
+
+def _started(endpoint: Endpoint) -> _Meter:
+    """A request's meter, its first call claimed."""
+    meter = _Meter(endpoint)
+    if not meter.claim_call():  # max_calls >= 1 by settings; a zero budget still says so
+        raise BudgetExceeded(f"stopped before asking: {meter.budget_hit}")
+    return meter
+
+
+def _clean(response_model: type[M], value: M, context: Mapping[str, Any]) -> M:
+    """A clean copy, validated again: instructor hangs the raw completion on its model."""
+    return response_model.model_validate(value.model_dump(mode="json"), context=dict(context))
+
+
+def _failed(exc: LLMCallError, meter: _Meter) -> ExtractionError:
+    """The seam's error as the kg error of a request (the tokens it spent counted)."""
+    endpoint = meter.endpoint
+    if isinstance(exc, LLMEndpointError):
         meter.add(exc.usage)
-        raise ExtractionError(
+        return ExtractionError(
             endpoint.failed(
                 exc.brief, status=exc.status, connection=exc.connection, timed_out=exc.timed_out
             )
-        ) from exc
-    except LLMInvalidOutput as exc:
+        )
+    if isinstance(exc, LLMInvalidOutput):
         meter.add(exc.usage)
         why = f" ({meter.budget_hit} was spent)" if meter.budget_hit else ""
         last = _short(exc.__cause__ or exc)
-        raise ReaskFailed(
+        return ReaskFailed(
             f"the LLM gave no valid answer in {exc.n_attempts} attempt(s){why}: {last}",
             exc.validation_error,
             meter.usage,
-        ) from exc
-    except LLMUnusableOutput as exc:  # e.g. output cut off (finish_reason=length)
-        raise ExtractionError(
-            f"the LLM's answer was unusable: {_short(exc.__cause__ or exc)}"
-        ) from exc
-    meter.add(reply.usage)
-    # A clean copy: instructor hangs the raw completion on the model it returns.
-    clean = response_model.model_validate(
-        reply.value.model_dump(mode="json"), context=dict(context)
-    )
-    return clean, meter.usage
+        )
+    # e.g. output cut off (finish_reason=length)
+    return ExtractionError(f"the LLM's answer was unusable: {_short(exc.__cause__ or exc)}")
 
 
 def _short(exc: BaseException, limit: int = 400) -> str:

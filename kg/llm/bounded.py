@@ -12,6 +12,12 @@ every chat call goes through an HTTP transport that
   only within a factor of 4 of that estimate (its tokenizer knows better than a byte count,
   but no endpoint may claim 20 tokens for 50 MB, or 10^30 for a sentence).
 
+A streamed answer (a request with ``"stream": true``, :meth:`InstructorLLM.stream`) is passed
+on as it arrives, under the same bounds: its bytes (the server-sent events, framing included)
+count against ``llm.max_response_bytes``, it must end within the same deadline, and its tokens
+are metered when it ends (or is cut) from the deltas' texts and the endpoint's final ``usage``
+chunk (``stream_options.include_usage``), within the same factor.
+
 The tokens of one :meth:`kg.llm.instructor_llm.InstructorLLM.create` call, re-asks included,
 are gathered in a :class:`~kg.llm.protocol.CallMeter` that the call installs in a context
 variable (the transport runs in the caller's task or thread), so a budget sees them between
@@ -29,7 +35,7 @@ from typing import Any
 
 import httpx2
 
-from kg.llm.protocol import current_meter
+from kg.llm.protocol import CallMeter, current_meter
 from kg.llm.reach import proxy_for as proxy_for  # where it lived
 
 __all__ = [
@@ -110,26 +116,111 @@ def _answer_text(body: Any) -> str:
     return " ".join(out)
 
 
-def _account(request: httpx2.Request, content: bytes) -> None:
-    """Add one chat exchange to the current call's meter (no meter: nothing to add)."""
-    meter = current_meter()
+def _streamed_text(content: bytes) -> tuple[str, dict[str, Any]]:
+    """The texts of a streamed answer's deltas, and its last ``usage`` chunk (or ``{}``)."""
+    out: list[str] = []
+    usage: dict[str, Any] = {}
+    for line in content.decode("utf-8", "replace").splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue  # "[DONE]", or a line cut by the bound
+        if not isinstance(event, dict):
+            continue
+        if isinstance(event.get("usage"), dict):
+            usage = event["usage"]
+        choices = event.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if isinstance(delta, dict):
+                _texts(delta.get("content"), out)
+                _texts(delta.get("tool_calls"), out)
+                _texts(delta.get("function_call"), out)
+    return "".join(out), usage
+
+
+def _sent(request: httpx2.Request) -> Any:
+    try:
+        return json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+
+
+def _account(
+    request: httpx2.Request,
+    content: bytes,
+    meter: CallMeter | None = None,
+    *,
+    streamed: bool = False,
+) -> None:
+    """Add one chat exchange to the call's meter (default: the current one; none: nothing)."""
+    meter = meter if meter is not None else current_meter()
     if meter is None or not request.url.path.endswith("/chat/completions"):
         return
-    try:
-        sent = json.loads(request.content)
-    except (ValueError, httpx2.RequestNotRead):
-        sent = None
-    try:
-        answer = json.loads(content)
-    except ValueError:
-        answer = None
-    usage = answer.get("usage") if isinstance(answer, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
+    if streamed:
+        text, usage = _streamed_text(content)
+    else:
+        try:
+            answer = json.loads(content)
+        except ValueError:
+            answer = None
+        text = _answer_text(answer)
+        reported = answer.get("usage") if isinstance(answer, dict) else None
+        usage = reported if isinstance(reported, dict) else {}
+    sent = _sent(request)
     meter.prompt_tokens += counted(usage.get("prompt_tokens"), estimate_tokens(_sent_text(sent)))
-    meter.completion_tokens += counted(
-        usage.get("completion_tokens"), estimate_tokens(_answer_text(answer))
-    )
+    meter.completion_tokens += counted(usage.get("completion_tokens"), estimate_tokens(text))
     meter.exchanges += 1
+
+
+def _asks_stream(request: httpx2.Request) -> bool:
+    """True for a chat request that asked for a streamed answer."""
+    if not request.url.path.endswith("/chat/completions"):
+        return False
+    sent = _sent(request)
+    return isinstance(sent, dict) and sent.get("stream") is True
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    """A streamed answer passed on as it arrives: at most ``limit`` bytes, ending before
+    ``ends`` (monotonic), metered into ``meter`` once, when it ends or is closed early."""
+
+    def __init__(
+        self,
+        inner: httpx2.AsyncByteStream,
+        request: httpx2.Request,
+        meter: CallMeter | None,
+        limit: int,
+        ends: float,
+    ) -> None:
+        self._inner = inner
+        self._request = request
+        self._meter = meter
+        self._limit = limit
+        self._ends = ends
+        self._raw = bytearray()
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                self._raw += chunk
+                if len(self._raw) > self._limit:
+                    raise ResponseTooLarge(self._limit)
+                if time.monotonic() > self._ends:
+                    raise httpx2.ReadTimeout("the LLM endpoint's answer did not end in time")
+                yield chunk
+        finally:  # cut, cancelled (a client that went away) or done: the connection closes
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        _account(self._request, bytes(self._raw), self._meter, streamed=True)
+        await self._inner.aclose()
 
 
 def _decoded(raw: bytes, encoding: str, limit: int) -> bytes:
@@ -172,6 +263,8 @@ class BoundedAsyncTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         ends = time.monotonic() + self._deadline_s
+        if _asks_stream(request) and response.status_code < 300:
+            return self._streamed(request, response, ends)
         raw = bytearray()
         try:
             stream = response.stream
@@ -188,6 +281,26 @@ class BoundedAsyncTransport(httpx2.AsyncBaseTransport):
         body = _decoded(bytes(raw), response.headers.get("content-encoding", ""), self._limit)
         _account(request, body)
         return _rebuilt(response, body)
+
+    def _streamed(
+        self, request: httpx2.Request, response: httpx2.Response, ends: float
+    ) -> httpx2.Response:
+        """The answer as a bounded stream (the meter is the caller's: the stream is read
+        after this returns, possibly by another task)."""
+        stream = response.stream
+        assert isinstance(stream, httpx2.AsyncByteStream)
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise httpx2.DecodingError(
+                f"the LLM endpoint streamed in an unasked encoding {encoding!r}"
+            )
+        bounded = _BoundedStream(stream, request, current_meter(), self._limit, ends)
+        headers = [
+            (k, v) for k, v in response.headers.multi_items() if k.lower() not in _HOP_HEADERS
+        ]
+        return httpx2.Response(
+            response.status_code, headers=headers, stream=bounded, extensions=response.extensions
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -6,15 +6,17 @@ instructor's, backoff is the caller's, so every call is counted by kg.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, TypeVar
 
+import httpx2
 import instructor
 import openai
 from instructor.core import InstructorError, InstructorRetryException
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception
 
+from kg import observe
 from kg.llm.bounded import BoundedAsyncTransport, BoundedTransport, ResponseTooLarge, proxy_for
 from kg.llm.endpoint import Endpoint
 from kg.llm.protocol import (
@@ -25,6 +27,7 @@ from kg.llm.protocol import (
     LLMUnusableOutput,
     Reask,
     Reply,
+    Streamed,
     TokenUsage,
     metering,
 )
@@ -154,6 +157,30 @@ def _endpoint_error(exc: openai.OpenAIError, **kwargs: Any) -> LLMEndpointError:
     )
 
 
+def _stream_failure(exc: httpx2.TransportError, base_url: str, usage: TokenUsage) -> LLMCallError:
+    """A transport error while a stream is read (openai lets those through bare there), named
+    as the same error before the body would be: the same timeout, bound or connection error."""
+    request = httpx2.Request("POST", base_url)
+    error: openai.OpenAIError = (
+        openai.APITimeoutError(request=request)
+        if isinstance(exc, httpx2.TimeoutException)
+        else openai.APIConnectionError(request=request)
+    )
+    error.__cause__ = exc
+    return _endpoint_error(error, retried=False, usage=usage)
+
+
+def _invalid(exc: ValidationError, usage: TokenUsage) -> LLMInvalidOutput:
+    """The one attempt of a stream answered, and did not validate."""
+    return LLMInvalidOutput(
+        str(exc),
+        usage=usage,
+        n_attempts=1,
+        validation_error=exc,
+        plain=f"{type(exc).__name__}: {exc}",
+    )
+
+
 def _translate(exc: Exception, usage: TokenUsage) -> LLMCallError:
     """An openai or instructor exception as the seam's error, with the tokens kg counted."""
     if isinstance(exc, InstructorRetryException):
@@ -173,6 +200,12 @@ def _translate(exc: Exception, usage: TokenUsage) -> LLMCallError:
     return LLMUnusableOutput(
         str(exc), retried=False, usage=usage, plain=f"{type(exc).__name__}: {exc}"
     )
+
+
+def _observed(endpoint: Endpoint, meter: Any) -> Any:
+    """The call's span: the use, the endpoint's host, the model; on exit the tokens and
+    re-asks the meter counted and the outcome (never a prompt, an answer or the key)."""
+    return observe.llm_call(endpoint.use, endpoint.base_url, endpoint.model, meter)
 
 
 def _create_kwargs(
@@ -242,7 +275,7 @@ class InstructorLLM:
                 stop=_stop(reask), retry=retry_if_exception(_reaskable), reraise=True
             )
         )
-        with metering() as meter:
+        with metering() as meter, _observed(self.endpoint, meter):
             try:
                 value, _completion = await self._client.chat.completions.create_with_completion(
                     **_create_kwargs(
@@ -252,6 +285,56 @@ class InstructorLLM:
             except (InstructorError, openai.OpenAIError) as exc:
                 raise _translate(exc, meter.usage()) from exc
         return Reply(value, meter.usage())
+
+    async def stream(
+        self,
+        response_model: type[M],
+        messages: Sequence[Mapping[str, str]],
+        *,
+        context: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[Streamed[M], None]:
+        """instructor's partial models over one streamed call (``create_partial``, no
+        re-asks), read through the same bounded transport, which meters it when it ends."""
+        if self._client is None:
+            raise LLMCallError("the LLM client is not open: use it as `async with`")
+        kwargs = _create_kwargs(self.endpoint, response_model, messages, 0, context, temperature)
+        kwargs["stream_options"] = {"include_usage": True}  # the tokens, in a last chunk
+        partials = self._client.chat.completions.create_partial(**kwargs)
+        counting = metering()
+        meter = counting.meter
+        last: M | None = None
+        failure: Exception | None = None
+        try:
+            # The request goes out in the first step; the transport keeps this meter for the
+            # stream, so no context variable stays set across a yield.
+            with counting:
+                item = await anext(partials, None)
+            while item is not None:
+                last = item
+                yield Streamed(item)
+                item = await anext(partials, None)
+            if last is None:
+                raise LLMUnusableOutput(
+                    "the LLM endpoint streamed no answer", retried=False, usage=meter.usage()
+                )
+            final = response_model.model_validate(
+                last.model_dump(mode="json", warnings=False),
+                context=dict(context) if context is not None else None,
+            )
+        except (InstructorError, openai.OpenAIError, ValidationError, httpx2.TransportError) as exc:
+            failure = exc
+        finally:
+            # closed (and metered) before the error is named; a consumer that stopped early or
+            # was cancelled closes the connection here
+            await partials.aclose()
+        if isinstance(failure, ValidationError):  # instructor validates the complete object
+            raise _invalid(failure, meter.usage()) from failure
+        if isinstance(failure, httpx2.TransportError):
+            raise _stream_failure(failure, self.endpoint.base_url, meter.usage()) from failure
+        if failure is not None:
+            raise _translate(failure, meter.usage()) from failure
+        yield Streamed(final, done=True, usage=meter.usage())
 
 
 class SyncInstructorLLM:
@@ -290,7 +373,7 @@ class SyncInstructorLLM:
             if isinstance(reask, int)
             else Retrying(stop=_stop(reask), retry=retry_if_exception(_reaskable), reraise=True)
         )
-        with metering() as meter:
+        with metering() as meter, _observed(self.endpoint, meter):
             try:
                 value, _completion = client.chat.completions.create_with_completion(
                     **_create_kwargs(
@@ -323,9 +406,11 @@ class OpenAIEmbeddings:
                 base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s
             )
         extra: dict[str, Any] = {"dimensions": dimensions} if dimensions is not None else {}
-        try:
-            reply = self._client.embeddings.create(model=model, input=list(texts), **extra)
-        except openai.OpenAIError as exc:
-            raise _endpoint_error(exc, retried=False) from exc
-        tokens = int(reply.usage.total_tokens) if reply.usage is not None else None
+        with observe.llm_call("embeddings", self.base_url, model) as call:
+            try:
+                reply = self._client.embeddings.create(model=model, input=list(texts), **extra)
+            except openai.OpenAIError as exc:
+                raise _endpoint_error(exc, retried=False) from exc
+            tokens = int(reply.usage.total_tokens) if reply.usage is not None else None
+            call.set(prompt_tokens=tokens, texts=len(texts))
         return EmbeddingsReply([(item.index, list(item.embedding)) for item in reply.data], tokens)

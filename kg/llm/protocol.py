@@ -1,8 +1,9 @@
 """The seam every LLM use goes through: one structured call, one embeddings call, their errors.
 
 A :class:`StructuredLLM` answers a chat with a validated pydantic model (instructor re-asks
-with the validation error). The openai and instructor exceptions never leave kg/llm: a failed
-call raises one of
+with the validation error), or streams it: partial models as the endpoint writes, then the
+complete one, validated once (a stream is never re-asked). The openai and instructor
+exceptions never leave kg/llm: a failed call raises one of
 
 - :class:`LLMEndpointError`: the endpoint failed (HTTP status, timeout, connection);
 - :class:`LLMInvalidOutput`: every allowed attempt answered, none validated;
@@ -14,7 +15,7 @@ All three are :class:`~kg.errors.ExtractionError` and carry the tokens the call 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -32,6 +33,7 @@ __all__ = [
     "LLMUnusableOutput",
     "Reask",
     "Reply",
+    "Streamed",
     "StructuredLLM",
     "SyncStructuredLLM",
     "TokenUsage",
@@ -104,6 +106,17 @@ class Reply(Generic[M]):
 
     value: M
     usage: TokenUsage
+
+
+@dataclass(frozen=True)
+class Streamed(Generic[M]):
+    """One step of a streamed answer. Before the end, ``value`` is the model so far (built
+    without validation: fields not yet written are None) and ``usage`` is None; the last step
+    has ``done`` set, the complete model validated, and what the call cost."""
+
+    value: M
+    done: bool = False
+    usage: TokenUsage | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,20 @@ class StructuredLLM(Protocol):
 
         ``reask``: a :class:`Reask`, or instructor's own count of re-asks (an int).
         """
+        ...
+
+    def stream(
+        self,
+        response_model: type[M],
+        messages: Sequence[Mapping[str, str]],
+        *,
+        context: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+    ) -> AsyncGenerator[Streamed[M], None]:
+        """The answer as it is written: partial models, then the complete one validated
+        against ``context``; one attempt, never re-asked. The same bounds hold as for
+        :meth:`create` (bytes, deadline, metered tokens); a failure raises the same errors.
+        Closing the iterator early (or cancelling its task) closes the connection."""
         ...
 
 

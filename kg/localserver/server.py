@@ -25,6 +25,7 @@ from kg.localserver.browser import (
     BROWSER_STYLE_PATH,
     api_url,
     record_served,
+    style_elsewhere,
 )
 from kg.localserver.jars import (
     DownloadProgress,
@@ -137,6 +138,11 @@ class LocalNeo4j:
             return None
         prefix = "browser.post_connect_cmd=style "
         return next((ln[len(prefix) :] for ln in text.splitlines() if ln.startswith(prefix)), None)
+
+    def style_note(self, api: str) -> str | None:
+        """What `kg serve` and `kg browse` both say when Browser loads kg's style from another
+        address than ``api`` (where kg's API serves); None when they agree."""
+        return style_elsewhere(self.browser_style_url, api)
 
     @property
     def password_file(self) -> Path:

@@ -30,7 +30,9 @@ import time
 import zlib
 from collections.abc import Sequence
 from typing import Any, TypeGuard
+from urllib.parse import urlsplit
 
+from kg import observe
 from kg.search.models import ChunkHit, RerankOutcome
 from kg.settings import RerankSettings
 
@@ -63,13 +65,18 @@ class Reranker:
         if not head:
             return [], RerankOutcome(applied=False, reranked=0)
         started = time.perf_counter()
-        try:
-            scores = await self.scores(query, [c.text for c in head])
-        except RerankFailed as exc:
-            logger.warning("rerank failed, the fused order stands: %s", exc)
-            took = round((time.perf_counter() - started) * 1000, 3)
-            outcome = RerankOutcome(applied=False, reranked=len(head), error=str(exc), took_ms=took)
-            return [*head, *tail], outcome
+        host = urlsplit(self._settings.url or "").hostname or ""
+        with observe.span("kg.search.rerank", host=host, documents=len(head)) as call:
+            try:
+                scores = await self.scores(query, [c.text for c in head])
+            except RerankFailed as exc:
+                call.set(outcome="failed")
+                logger.warning("rerank failed, the fused order stands: %s", exc)
+                took = round((time.perf_counter() - started) * 1000, 3)
+                outcome = RerankOutcome(
+                    applied=False, reranked=len(head), error=str(exc), took_ms=took
+                )
+                return [*head, *tail], outcome
         # Scored first, best first; ties and unscored chunks keep their fused order.
         order = sorted(range(len(head)), key=lambda i: (i not in scores, -scores.get(i, 0.0), i))
         reranked = [

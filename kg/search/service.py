@@ -32,6 +32,7 @@ docs/search.md explains the scoring and the measurements behind each choice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import time
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
@@ -42,9 +43,14 @@ from neo4j import AsyncDriver
 from neo4j.api import BookmarkManager
 from pydantic import ValidationError
 
-from kg import scope
+from kg import observe, scope
 from kg.cypher.guard import Guard
-from kg.cypher.params import MAX_TEXT_CHARS, GraphEvidenceParams, NoParams
+from kg.cypher.params import (
+    MAX_TEXT_CHARS,
+    ChunksDatedAfterParams,
+    GraphEvidenceParams,
+    NoParams,
+)
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, ScopeDenied, only_sent
 from kg.languages import LANGUAGES, LanguageCode, detect
@@ -217,6 +223,15 @@ class SearchService:
         """Answer one question; see the module docstring for the modes. Start-up searches
         pass ``translate=False`` and ``rerank=False``: they must never call an LLM or a
         rerank endpoint."""
+        observe.note_request(mode=req.mode)
+        with observe.span("kg.search", mode=req.mode, limit=req.limit) as search:
+            response = await self._local_search(req, translate=translate, rerank=rerank)
+            search.set(chunks=len(response.chunks), entities=len(response.entities))
+            return response
+
+    async def _local_search(
+        self, req: SearchRequest, *, translate: bool, rerank: bool
+    ) -> SearchResponse:
         started = time.perf_counter()
         self._check(req)
         if req.relation_types:
@@ -225,6 +240,8 @@ class SearchService:
         reranker = self._reranker if rerank else None
         if reranker is not None:  # the rerank stage (kg.search.rerank) sees the top N
             n = max(n, self._search.rerank.top_n)
+        if req.as_of is not None:  # room for the chunks of documents dated after it
+            n += req.limit
         translated, translation_error = (
             await self._translate(req.query) if translate else ({}, None)
         )
@@ -246,10 +263,12 @@ class SearchService:
         )
         try:
             done: dict[str, SignalResult] = await _all(
-                {name: self._signals[name].search(query) for name in names}
+                {name: self._signal(name, query) for name in names}
             )
         except QueryRejected as exc:
             raise only_sent(exc, SearchRequest.model_fields, "local search") from exc
+        if req.as_of is not None:
+            done = await self._dated(done, req.as_of)
         ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
         chunks = self._fuse(done) if req.mode == "hybrid" else done[req.mode].chunks
         shown = max(req.limit, self._search.rerank.top_n if reranker is not None else 0)
@@ -270,9 +289,43 @@ class SearchService:
             rerank=reranked,
         )
 
+    async def _dated(
+        self, done: dict[str, SignalResult], as_of: date | datetime
+    ) -> dict[str, SignalResult]:
+        """Every signal's ranking without the chunks of documents dated after ``as_of`` (a
+        document's own date; undated documents always stay): one read, before fusion, so
+        every mode leaves out the same chunks (docs/search.md, "as_of")."""
+        ids = list(dict.fromkeys(hit.id for r in done.values() for hit in r.chunks))
+        later: set[str] = set()
+        for start in range(0, len(ids), ChunksDatedAfterParams.max_ids()):
+            part = ids[start : start + ChunksDatedAfterParams.max_ids()]
+            result = await self.guard.run(
+                "chunks_dated_after", ChunksDatedAfterParams(chunk_ids=part, as_of=as_of)
+            )
+            later.update(str(r["id"]) for r in result.rows)
+        if not later:
+            return done
+        return {
+            name: dataclasses.replace(r, chunks=[h for h in r.chunks if h.id not in later])
+            for name, r in done.items()
+        }
+
+    async def _signal(self, name: str, query: SignalQuery) -> SignalResult:
+        """One signal's ranking, observed (``kg.search.signal``)."""
+        with observe.span("kg.search.signal", signal=name) as signal:
+            result = await self._signals[name].search(query)
+            signal.set(chunks=len(result.chunks))
+            return result
+
     def _fuse(self, done: Mapping[str, SignalResult]) -> list[ChunkHit]:
         """Hybrid's one ranking: each signal's weight scaled by its confidence for this
         question (kg.search.fusion), then weighted reciprocal rank fusion."""
+        with observe.span("kg.search.fusion", signals=len(done)) as fusion:
+            fused = self._fused(done)
+            fusion.set(chunks=len(fused))
+            return fused
+
+    def _fused(self, done: Mapping[str, SignalResult]) -> list[ChunkHit]:
         weights = dict(self._search.fusion_weights)
         for name, result in done.items():
             if result.fusion_scale is not None:

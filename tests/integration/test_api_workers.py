@@ -94,6 +94,13 @@ def test_two_workers_share_the_port_and_the_query_slots(
 
         with ThreadPoolExecutor(8) as pool:
             assert list(pool.map(search, range(40))) == [200] * 40
+        # one consistent set of metrics, whichever worker answers the scrape (kg/metrics.py)
+        counts = set()
+        for _ in range(6):
+            with httpx.Client(base_url=url, timeout=30) as http:
+                scrape = http.get("/metrics").text
+            counts.add(_searches_counted(scrape))
+        assert counts == {40.0}, scrape
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -104,6 +111,18 @@ def test_two_workers_share_the_port_and_the_query_slots(
     assert code == 0, log.read_text()
     assert not [pid for pid in started if Path(f"/proc/{pid}").exists()]  # workers stopped too
     assert "Traceback" not in log.read_text()
+
+
+def _searches_counted(scrape: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(scrape)
+        for sample in family.samples
+        if sample.name == "kg_http_request_duration_seconds_count"
+        and sample.labels.get("route") == "/search/local"
+    )
 
 
 def test_a_worker_count_that_would_exceed_the_settings_is_refused(

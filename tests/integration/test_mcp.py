@@ -140,6 +140,21 @@ async def _exercise(session: ClientSession) -> dict[str, Any]:
     answered = _data(await session.call_tool("answer", {"question": "Who owns AuthService?"}))
     assert answered["citations"]
     assert answered["insufficient_context"] is False
+    # A caller that asks for progress sees the answer's text as it is written, then the answer.
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    streamed = _data(
+        await session.call_tool(
+            "answer", {"question": "Who owns AuthService?"}, progress_callback=on_progress
+        )
+    )
+    assert streamed["citations"]
+    assert len(progress) > 1
+    assert "".join(message or "" for _, message in progress) == streamed["answer"]
+    assert [done for done, _ in progress] == sorted({done for done, _ in progress})
     # A caller mistake is a tool error naming the field, not a crash.
     bad = await session.call_tool(
         "run_template", {"name": "relations_valid_at", "parameters": {"entity_id": auth["id"]}}

@@ -309,6 +309,7 @@ def _hostile_template_calls(
         "community_reports": {"level": 0, "limit": 500},
         "namespaces": {},
         "name_links": {"phrases": ["Zephyrvault", "AuthService", "PostgreSQL"]},
+        "chunks_dated_after": {"chunk_ids": chunk_ids, "as_of": "1900-01-01"},
     }
 
 

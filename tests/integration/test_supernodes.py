@@ -228,6 +228,8 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
         ("chunk_page", "chunk_page", {"after": "", "limit": 5000}),
         ("facts_by_vector", "facts_by_vector", {"embedding": embedding, "k": 100}),
         ("namespaces", "namespaces", {}),
+        ("chunks_dated_after", "chunks_dated_after",
+         {"chunk_ids": [f"sn-chunk-{j}" for j in range(1000)], "as_of": date(2023, 6, 1)}),
     ]  # fmt: skip
     return calls
 

@@ -54,6 +54,9 @@ def test_api_service_matches_settings() -> None:
     for name in env:
         if name.startswith("KG_"):
             section, _, field = name.removeprefix("KG_").lower().partition("__")
+            if not field:  # a top-level setting (KG_LOG_FORMAT)
+                assert section in Settings.model_fields, name
+                continue
             model = Settings.model_fields[section].annotation
             assert field in model.model_fields, name  # type: ignore[union-attr]
     assert env["NEO4J_URI"] == "bolt://neo4j:7687"
@@ -126,3 +129,23 @@ def test_the_proxy_config_reaches_the_replicas_and_forwards_the_client() -> None
     body = re.search(r"client_max_body_size\s+(\d+)m;", conf)
     assert body is not None
     assert int(body.group(1)) * 1024 * 1024 == Settings().api.max_body_bytes
+
+
+def test_the_observability_profile_collects_traces_and_scrapes_metrics() -> None:
+    compose = _compose()
+    services = compose["services"]
+    assert services["otel-collector"]["profiles"] == ["observability"]
+    assert services["prometheus"]["profiles"] == ["observability"]
+    api = services["api"]["environment"]
+    assert api["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
+    assert api["OTEL_TRACES_EXPORTER"] == "${OTEL_TRACES_EXPORTER:-}"  # off unless asked
+    collector = yaml.safe_load((REPO / "deploy" / "otel-collector.yaml").read_text())
+    assert collector["receivers"]["otlp"]["protocols"]["http"]["endpoint"].endswith(":4318")
+    prometheus = yaml.safe_load((REPO / "deploy" / "prometheus.yaml").read_text())
+    (job,) = prometheus["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    assert job["static_configs"][0]["targets"] == ["api:8000"]
+    key = job["authorization"]["credentials_file"]
+    assert any(c["target"] == key for c in services["prometheus"]["configs"])
+    assert "opentelemetry-exporter-otlp-proto-http" in (REPO / "pyproject.toml").read_text()
+    assert "'.[otlp]'" in (REPO / "Dockerfile").read_text()

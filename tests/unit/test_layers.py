@@ -6,9 +6,10 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# The front ends' whole view of kg: the surface (the package root) and three ground modules that
-# are public on purpose (settings, the error tree, secret scrubbing for their logs).
-PUBLIC = frozenset({"kg", "kg.settings", "kg.errors", "kg.redact"})
+# The front ends' whole view of kg: the surface (the package root) and four ground modules that
+# are public on purpose (settings, the error tree, secret scrubbing for their logs, and the
+# observability seam for their request spans, metrics and JSON logs).
+PUBLIC = frozenset({"kg", "kg.settings", "kg.errors", "kg.redact", "kg.observe"})
 FRONT_ENDS = ("cli", "api", "kg_mcp")
 
 

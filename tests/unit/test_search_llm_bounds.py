@@ -72,3 +72,38 @@ def test_a_compressed_answer_is_decoded_within_the_bound() -> None:
     with pytest.raises(ResponseTooLarge):
         _decoded(bomb, "gzip", 1_000_000)
     assert _decoded(body, "identity", 100) == body
+
+
+def test_a_streamed_answer_is_metered_from_its_deltas_and_usage_chunk() -> None:
+    import json
+
+    import httpx2
+
+    from kg.llm.bounded import _account
+    from kg.llm.protocol import CallMeter
+
+    def event(body: object) -> str:
+        return f"data: {json.dumps(body)}\n\n"
+
+    args = [{"function": {"arguments": "x" * 400}}]
+    stream = (
+        event({"choices": [{"delta": {"tool_calls": args}}]})
+        + event({"choices": [{"delta": {"content": "y" * 400}}]})
+        + event({"choices": [], "usage": {"prompt_tokens": 10**30, "completion_tokens": 150}})
+        + "data: [DONE]\n\n"
+    )
+    request = httpx2.Request(
+        "POST",
+        "http://llm/v1/chat/completions",
+        json={"messages": [{"role": "user", "content": "z" * 400}], "stream": True},
+    )
+    meter = CallMeter()
+    _account(request, stream.encode(), meter, streamed=True)
+    # 800+ bytes of deltas: ~200 tokens measured, 150 claimed is within 4x and believed;
+    # 10^30 prompt tokens for ~100 measured is clamped to 4x the measure
+    assert meter.completion_tokens == 150
+    assert 400 <= meter.prompt_tokens <= 420
+    assert meter.exchanges == 1
+    cut = CallMeter()  # a stream cut before its usage chunk: kg's own measure
+    _account(request, stream.encode()[:600], cut, streamed=True)
+    assert 100 <= cut.completion_tokens <= 110

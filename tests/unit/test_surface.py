@@ -47,7 +47,11 @@ def test_the_twins_take_the_same_parameters() -> None:
             inspect.signature(other).parameters.keys()
         ), name
         # templates() reads the registry in memory: no I/O, so no await on either twin
-        if name != "templates":
+        if name == "templates":
+            continue
+        if name.startswith("answer_stream"):  # an async iterator there, a blocking one here
+            assert inspect.isasyncgenfunction(other), f"AsyncKnowledgeGraph.{name}"
+        else:
             assert inspect.iscoroutinefunction(other), f"AsyncKnowledgeGraph.{name} is not async"
 
 

@@ -49,6 +49,7 @@ PINNED = {
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
+    ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "0e0665eb8d091494",
     ("counted_links", "default"): "41f05d18eff15707",

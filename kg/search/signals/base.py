@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from kg import observe
 from kg.cypher.guard import Guard
 from kg.errors import ConfigError
 from kg.languages import LanguageCode
@@ -70,9 +71,15 @@ class QuestionVectors:
         key = (id(embedder), text, dim)
         task = self._made.get(key)
         if task is None:
-            task = asyncio.create_task(asyncio.to_thread(embed, embedder, text, dim))
+            task = asyncio.create_task(asyncio.to_thread(_embedded, embedder, text, dim))
             self._made[key] = task
         return await asyncio.shield(task)
+
+
+def _embedded(embedder: Embedder, text: str, dim: int) -> list[float] | None:
+    """The question's embedding, observed: the embedder's kind, never the text."""
+    with observe.span("kg.search.embed", embedder=type(embedder).__name__, dim=dim):
+        return embed(embedder, text, dim)
 
 
 @dataclass(frozen=True)
