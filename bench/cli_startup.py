@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 SUBCOMMANDS = ("neo4j", "schema", "ingest", "migrate", "communities", "namespaces", "forget",
-               "search", "ask", "query", "mcp", "serve", "example", "browse")  # fmt: skip
+               "search", "eval", "ask", "query", "mcp", "serve", "example", "browse")  # fmt: skip
 QUESTION = "Who owns AuthService?"
 
 

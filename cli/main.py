@@ -58,6 +58,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cli.search_cmd:search",
         "Answer a question from the graph: entities, relations and the chunks behind them.",
     ),
+    "eval": (
+        "cli.eval_cmd:evaluate",
+        "Score every search mode on your own labelled questions, and say which to use.\n\n"
+        'QUESTIONS is a JSONL file, one question a line: {"question": "...", "gold": '
+        '["path/of/the/document.md"], "namespace": "optional"}. "gold" names the documents '
+        "that answer it, by path (as ingested, or with the ingested folder in front) or id. "
+        "Prints hit@1/3/5, recall@5 and MRR by document, and the median and p95 latency, for "
+        "each mode; bad lines are reported by number and skipped. Exit code 0 when at least "
+        "one question was scored.",
+    ),
     "ask": (
         "cli.ask_cmd:ask",
         "Answer a question from the graph, citing the chunks and relations it rests on.\n\n"

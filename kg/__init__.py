@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         StoreError,
         StoreUnavailable,
     )
+    from kg.evaluate import EvalMode, EvalQuestion, EvalReport, ModeScore, SkippedLine
     from kg.graph.migrate import MigrationReport
     from kg.graph.namespaces import ForgetReport
     from kg.graph.schema import SchemaReport
@@ -94,6 +95,7 @@ _HOME = {
     **_homes("kg.ingest", "IngestSummary Progress"),
     **_homes("kg.bulk", "BulkSummary bulk_ingest"),
     **_homes("kg.graph.migrate", "MigrationReport"),
+    **_homes("kg.evaluate", "EvalMode EvalQuestion EvalReport ModeScore SkippedLine"),
     **_homes("kg.graph.namespaces", "ForgetReport"),
     **_homes("kg.scope", "bound_namespaces"),
     **_homes("kg.graph.schema", "SchemaReport"),
@@ -139,6 +141,9 @@ __all__ = [
     "ConfigError",
     "Embedder",
     "EntityDetail",
+    "EvalMode",
+    "EvalQuestion",
+    "EvalReport",
     "ExtractionError",
     "ForgetReport",
     "GlobalSearchRequest",
@@ -151,6 +156,7 @@ __all__ = [
     "LocalNeo4j",
     "MigrationReport",
     "Mode",
+    "ModeScore",
     "NamespaceInfo",
     "Neighborhood",
     "NotFoundError",
@@ -169,6 +175,7 @@ __all__ = [
     "ServerStatus",
     "ServiceFactory",
     "Settings",
+    "SkippedLine",
     "StoreError",
     "StoreUnavailable",
     "TemplateInfo",

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from kg.answer.cited import AnswerDelta, AnswerRequest, AnswerResponse
     from kg.answer.nlquery import QueryRequest, QueryResponse
     from kg.communities.build import CommunityBuildSummary
+    from kg.evaluate import EvalMode, EvalQuestion, EvalReport, SkippedLine
     from kg.graph.migrate import MigrationReport
     from kg.graph.namespaces import ForgetReport
     from kg.graph.schema import SchemaReport
@@ -613,6 +614,32 @@ class AsyncKnowledgeGraph(_GraphConfig):
             call = run_routed_search(self.service, self.settings, request)
             return await self._first_read("search", call)
 
+    async def evaluate(
+        self,
+        questions: str | Path | Sequence[EvalQuestion],
+        *,
+        modes: Sequence[EvalMode] | None = None,
+        depth: int = 2,
+        limit: int = 10,
+    ) -> EvalReport:
+        """Score search on labelled questions (a JSONL file, or :class:`EvalQuestion` items):
+        hit@1/3/5, recall@5, MRR and latency for every mode, and which mode to use.
+        Bad lines of a file are reported in ``skipped`` and left out (docs/search.md)."""
+        from kg.evaluate import EVAL_MODES, read_questions
+        from kg.evaluate import evaluate as run_evaluate
+
+        skipped: list[SkippedLine] = []
+        if isinstance(questions, str | Path):
+            questions, skipped = read_questions(Path(questions))
+        return await run_evaluate(
+            self.routed_search,
+            questions,
+            modes=modes or EVAL_MODES,
+            depth=depth,
+            limit=limit,
+            skipped=skipped,
+        )
+
     async def search_request(self, request: SearchRequest) -> SearchResponse:
         with scope.scoped(request.namespaces):
             return await self._first_read("search", self.service.local_search(request))
@@ -983,6 +1010,19 @@ class KnowledgeGraph(_GraphConfig):
     def routed_search(self, request: RoutedRequest) -> RoutedResponse:
         """Search in any mode; ``auto`` (the default) lets the router pick and say why."""
         return self._read(lambda g: g.routed_search(request))
+
+    def evaluate(
+        self,
+        questions: str | Path | Sequence[EvalQuestion],
+        *,
+        modes: Sequence[EvalMode] | None = None,
+        depth: int = 2,
+        limit: int = 10,
+    ) -> EvalReport:
+        """Score search on labelled questions (a JSONL file, or :class:`EvalQuestion` items):
+        hit@1/3/5, recall@5, MRR and latency for every mode, and which mode to use.
+        Bad lines of a file are reported in ``skipped`` and left out (docs/search.md)."""
+        return self._read(lambda g: g.evaluate(questions, modes=modes, depth=depth, limit=limit))
 
     def search_request(self, request: SearchRequest) -> SearchResponse:
         return self._read(lambda g: g.search_request(request))
