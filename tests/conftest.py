@@ -99,6 +99,21 @@ def clean_graph(driver: Driver, settings: Settings) -> Iterator[Driver]:
     _wipe(driver, settings.neo4j.database)
 
 
+def ingested_example(driver: Driver, settings: Settings) -> Iterator[Driver]:
+    """The bundled example, ingested from its triplets (no LLM), for a module's fixture to
+    yield from; the graph is wiped before and after."""
+    from pathlib import Path
+
+    from kg import KnowledgeGraph
+
+    example = Path(__file__).resolve().parents[1] / "examples"
+    _wipe(driver, settings.neo4j.database)
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(example / "platform-docs", triplets=example / "platform-docs.triplets.jsonl")
+    yield driver
+    _wipe(driver, settings.neo4j.database)
+
+
 def _wipe(driver: Driver, database: str) -> None:
     # CALL ... IN TRANSACTIONS needs an auto-commit transaction, hence session.run.
     with driver.session(database=database) as session:

@@ -43,14 +43,9 @@ def _answer_settings(settings: Settings, llm: ScriptedLLM) -> Settings:
 
 @pytest.fixture(scope="module")
 def corpus(driver: Driver, settings: Settings) -> Iterator[Driver]:
-    from tests.conftest import _wipe
-    from tests.integration.test_questions import EXAMPLE, TRIPLETS
+    from tests.conftest import ingested_example
 
-    _wipe(driver, settings.neo4j.database)
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(EXAMPLE, triplets=TRIPLETS)
-    yield driver
-    _wipe(driver, settings.neo4j.database)
+    yield from ingested_example(driver, settings)
 
 
 @pytest.fixture(scope="module")

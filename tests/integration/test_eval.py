@@ -21,13 +21,9 @@ QUESTIONS = REPO / "examples" / "platform-docs.questions.jsonl"
 
 @pytest.fixture(scope="module")
 def example(driver: Driver, settings: Settings) -> Iterator[Driver]:
-    from tests.conftest import _wipe
+    from tests.conftest import ingested_example
 
-    _wipe(driver, settings.neo4j.database)
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(EXAMPLE, triplets=TRIPLETS)
-    yield driver
-    _wipe(driver, settings.neo4j.database)
+    yield from ingested_example(driver, settings)
 
 
 def test_kg_eval_scores_every_mode_on_the_example(example: Driver, settings: Settings) -> None:

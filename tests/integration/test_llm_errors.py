@@ -20,7 +20,7 @@ from mcp.client.client import Client
 from neo4j import Driver
 
 from api.app import create_app
-from kg import AsyncKnowledgeGraph, KnowledgeGraph
+from kg import AsyncKnowledgeGraph
 from kg.settings import Settings
 from kg_mcp.server import build_server
 from tests.apiserver import LiveServer, api_settings, free_port, verified_once_factory
@@ -36,13 +36,9 @@ QUESTION = "Who owns AuthService?"
 
 @pytest.fixture(scope="module")
 def corpus(driver: Driver, settings: Settings) -> Iterator[Driver]:
-    from tests.conftest import _wipe
+    from tests.conftest import ingested_example
 
-    _wipe(driver, settings.neo4j.database)
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(EXAMPLE, triplets=TRIPLETS)
-    yield driver
-    _wipe(driver, settings.neo4j.database)
+    yield from ingested_example(driver, settings)
 
 
 @pytest.fixture(scope="module")

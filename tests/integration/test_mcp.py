@@ -23,7 +23,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from neo4j import Driver
 
-from kg import KnowledgeGraph
 from kg.settings import Settings
 from kg_mcp import TOOL_NAMES
 from kg_mcp.server import MAX_RESULT_CHARS
@@ -40,13 +39,9 @@ KEY = "mcp-test-key-0123456789"
 
 @pytest.fixture(scope="module")
 def corpus(driver: Driver, settings: Settings) -> Iterator[Driver]:
-    from tests.conftest import _wipe
+    from tests.conftest import ingested_example
 
-    _wipe(driver, settings.neo4j.database)
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(EXAMPLE, triplets=TRIPLETS)
-    yield driver
-    _wipe(driver, settings.neo4j.database)
+    yield from ingested_example(driver, settings)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ import pytest
 from neo4j import Driver
 
 from api.app import create_app
-from kg import KnowledgeGraph
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings, verified_once_factory
 from tests.clienv import cli_env
@@ -49,13 +48,9 @@ def _llm_settings(settings: Settings, llm: ScriptedLLM) -> Settings:
 @pytest.fixture(scope="module")
 def corpus(driver: Driver, settings: Settings) -> Iterator[Driver]:
     """The bundled example, ingested once for the module (triplets: no LLM) and wiped after."""
-    from tests.conftest import _wipe
+    from tests.conftest import ingested_example
 
-    _wipe(driver, settings.neo4j.database)
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(EXAMPLE, triplets=TRIPLETS)
-    yield driver
-    _wipe(driver, settings.neo4j.database)
+    yield from ingested_example(driver, settings)
 
 
 @pytest.fixture(scope="module")
