@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json as jsonlib
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from cyclopts import Parameter
+
+if TYPE_CHECKING:
+    from kg import NamespaceInfo
 
 
 def namespaces(
@@ -29,11 +33,8 @@ def namespaces(
     from rich.table import Table
 
     from cli.output import inert
-    from kg import KnowledgeGraph
 
-    with KnowledgeGraph() as graph:
-        graph.check_model()
-        found = graph.namespaces()
+    found = asyncio.run(_namespaces())
     if json:
         print(jsonlib.dumps([n.model_dump() for n in found]))  # noqa: T201 - the output
         return 0
@@ -54,3 +55,13 @@ def namespaces(
         )
     console.print(table)
     return 0
+
+
+async def _namespaces() -> list[NamespaceInfo]:
+    """On the async twin, as `kg search` reads: one driver and one connection, no portal
+    thread (the sync twin opens its write driver too)."""
+    from kg import AsyncKnowledgeGraph
+
+    async with AsyncKnowledgeGraph() as graph:
+        await graph.check_model()
+        return await graph.namespaces()

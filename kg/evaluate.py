@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from kg.basemodel import Model
 from kg.errors import ConfigError, KGError
 from kg.search.global_models import RoutedRequest, RoutedResponse
 from kg.search.models import ChunkHit
@@ -48,12 +49,12 @@ class EvalQuestion:
     line: int = 0
 
 
-class SkippedLine(BaseModel):
+class SkippedLine(Model):
     line: int
     reason: str
 
 
-class ModeScore(BaseModel):
+class ModeScore(Model):
     """One mode over every question (ratios in 0..1; latency in milliseconds)."""
 
     mode: EvalMode
@@ -68,7 +69,7 @@ class ModeScore(BaseModel):
     errors: int = Field(0, description="Searches that failed (each counted as a miss).")
 
 
-class EvalReport(BaseModel):
+class EvalReport(Model):
     questions: int
     skipped: list[SkippedLine]
     modes: list[ModeScore]

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from kg.settings import Settings
-from tests.neo4j_backend import QUICK_JIT
+from tests.neo4j_backend import TEST_JAVA_OPTIONS
 
 
 def clean_env() -> dict[str, str]:
@@ -17,7 +17,7 @@ def clean_env() -> dict[str, str]:
     file read (``KG_ENV_FILE`` empty): a child sees only what its test gives it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "KG_"))}
     env["KG_ENV_FILE"] = ""
-    env["KG_SERVER__JAVA_OPTIONS"] = json.dumps(QUICK_JIT)  # the suite's JIT (tests/conftest.py)
+    env["KG_SERVER__JAVA_OPTIONS"] = json.dumps(TEST_JAVA_OPTIONS)  # tests/neo4j_backend.py
     return env
 
 

@@ -22,15 +22,15 @@ from neo4j import Driver
 from kg.graph.driver import open_driver
 from kg.graph.schema import apply_schema
 from kg.settings import Settings
-from tests.neo4j_backend import QUICK_JIT, Neo4jTarget, neo4j_target
+from tests.neo4j_backend import TEST_JAVA_OPTIONS, Neo4jTarget, neo4j_target
 
 for _name in [name for name in os.environ if name.startswith(("KG_", "OTEL_"))]:
     del os.environ[_name]  # OTEL_*: tracing is on only where a test turns it on (kg.observe)
 os.environ["KG_ENV_FILE"] = ""  # nor a developer's .env file (kg.settings._dotenv)
-# Every local Neo4j a test starts (in process or through the CLI) compiles with C1 only: a
-# test server's work is short, and C2's compiling was a third of the CPU of two cores that the
-# workers share. tests/integration/test_foundation.py runs `kg neo4j start` with kg's defaults.
-os.environ["KG_SERVER__JAVA_OPTIONS"] = json.dumps(QUICK_JIT)
+# Every local Neo4j a test starts (in process or through the CLI) runs with the suite's JVM
+# options (C1 only, the serial collector: tests/neo4j_backend.py says why).
+# tests/integration/test_foundation.py runs `kg neo4j start` with kg's defaults.
+os.environ["KG_SERVER__JAVA_OPTIONS"] = json.dumps(TEST_JAVA_OPTIONS)
 
 EMBEDDING_DIM = 256
 

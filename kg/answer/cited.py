@@ -32,7 +32,6 @@ from itertools import zip_longest
 from typing import Any, Protocol
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -40,6 +39,7 @@ from pydantic import (
     model_validator,
 )
 
+from kg.basemodel import Model
 from kg.errors import ExtractionError
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ask, ask_stream
@@ -93,7 +93,7 @@ def relation_id(rel: RelationHit) -> str:
     return f"{rel.source}|{rel.type}|{rel.target}|{rel.valid_from or ''}"
 
 
-class AnswerRequest(BaseModel):
+class AnswerRequest(Model):
     """``POST /answer`` body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -128,7 +128,7 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-class Citation(BaseModel):
+class Citation(Model):
     """One piece of the context an answer rests on: a chunk or a relation, by its id."""
 
     chunk_id: str | None = Field(
@@ -168,7 +168,7 @@ class Citation(BaseModel):
         return self
 
 
-class LLMAnswer(BaseModel):
+class LLMAnswer(Model):
     """What the LLM returns. Saying the context is insufficient is always acceptable."""
 
     insufficient_context: bool = Field(
@@ -202,18 +202,18 @@ class ContextRelation(RelationHit):
     id: str = Field(description="`source|PREDICATE|target|valid_from`: cite it by this.")
 
 
-class AnswerContext(BaseModel):
+class AnswerContext(Model):
     chunks: list[ChunkHit]
     relations: list[ContextRelation]
 
 
-class AnswerDelta(BaseModel):
+class AnswerDelta(Model):
     """A piece of a streamed answer's text, in order: joined, they are the answer so far."""
 
     text: str
 
 
-class AnswerResponse(BaseModel):
+class AnswerResponse(Model):
     """``POST /answer`` response."""
 
     answer: str

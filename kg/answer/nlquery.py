@@ -23,7 +23,6 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
@@ -32,6 +31,7 @@ from pydantic import (
     field_validator,
 )
 
+from kg.basemodel import Model
 from kg.errors import QueryRejected
 from kg.instants import AsOf
 from kg.llm import LLMEndpoint, LLMUsage, ReaskFailed, ask
@@ -87,7 +87,7 @@ Predicates = Annotated[
 ]
 
 
-class _Choice(BaseModel):
+class _Choice(Model):
     model_config = ConfigDict(extra="forbid")
 
     def names(self) -> dict[str, str]:
@@ -221,13 +221,13 @@ OFFERED_NAMES: tuple[str, ...] = tuple(
 )
 
 
-class TemplateChoice(BaseModel):
+class TemplateChoice(Model):
     """The LLM's pick: one template and its parameters, or `none`."""
 
     choice: Choice
 
 
-class QueryRequest(BaseModel):
+class QueryRequest(Model):
     """``POST /query`` body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -244,7 +244,7 @@ class QueryRequest(BaseModel):
         return value
 
 
-class ResolvedEntity(BaseModel):
+class ResolvedEntity(Model):
     """A name from the question, linked to an entity of the graph."""
 
     parameter: str = Field(description="The choice's parameter (`entity`, `source`, ...).")
@@ -254,7 +254,7 @@ class ResolvedEntity(BaseModel):
     type: str = ""
 
 
-class QueryResponse(BaseModel):
+class QueryResponse(Model):
     """``POST /query`` response: what ran, with what, and its rows."""
 
     template: str = Field(description="The registry template that ran.")

@@ -23,8 +23,9 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from neo4j import Driver
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from kg.basemodel import Model
 from kg.communities.cluster import Community, Pair, cluster, member_hash
 from kg.communities.reports import (
     CommunityReport,
@@ -44,7 +45,7 @@ __all__ = ["CommunityBuildSummary", "build_communities"]
 T = TypeVar("T")
 
 
-class CommunityBuildSummary(BaseModel):
+class CommunityBuildSummary(Model):
     """What ``kg communities build`` did (``--json`` prints this)."""
 
     entities: int = Field(description="Entities placed in at least one community.")

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
+from kg.basemodel import Model
 from kg.communities.cluster import member_hash
 from kg.communities.store import ReportContext
 from kg.documents import count_tokens
@@ -79,13 +80,13 @@ USER_TEMPLATE = """\
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
 
 
-class Finding(BaseModel):
+class Finding(Model):
     summary: ShortText
     explanation: str = Field("", max_length=2000)
     citations: list[str] = Field(min_length=1, max_length=10)
 
 
-class CommunityReport(BaseModel):
+class CommunityReport(Model):
     """What the LLM must answer; citations are checked against ``context['citable']``."""
 
     title: ShortText

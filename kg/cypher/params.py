@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     StringConstraints,
@@ -21,6 +20,7 @@ from pydantic import (
     field_validator,
 )
 
+from kg.basemodel import Model
 from kg.cypher.lucene import any_word_regex, escape_lucene, phrase_regex
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
@@ -135,7 +135,7 @@ def as_of_params(as_of: date | datetime | None) -> dict[str, Any]:
     }
 
 
-class TemplateParams(BaseModel):
+class TemplateParams(Model):
     """Base of every template's parameters.
 
     ``namespaces`` keeps a template to those namespaces (kg/scope.py); the guard sets it from

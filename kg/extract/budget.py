@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kg.documents import count_tokens
 from kg.extract.prompts import USER_TEMPLATE, render_system_prompt
 from kg.extract.schema import ExtractionResult
+from kg.llm.budget import RunBudget
 from kg.llm.endpoint import extract_endpoint
 from kg.models import Chunk
 from kg.settings import ExtractSettings
@@ -55,33 +56,6 @@ class Usage:
             self.cache_hits + other.cache_hits,
             self.failures + other.failures,
         )
-
-
-class RunBudget:
-    """The per-run ceiling. Single event loop, so plain counters are safe between awaits."""
-
-    def __init__(self, max_calls: int | None, max_tokens: int | None) -> None:
-        self.max_calls = max_calls
-        self.max_tokens = max_tokens
-        self.calls = 0
-        self.tokens = 0
-        self.reason: str | None = None
-
-    def reserve_call(self) -> bool:
-        """Claim one LLM call; False (and ``reason`` set) once a ceiling is reached."""
-        if self.reason is not None:
-            return False
-        if self.max_calls is not None and self.calls >= self.max_calls:
-            self.reason = f"max_calls={self.max_calls} reached"
-            return False
-        if self.max_tokens is not None and self.tokens >= self.max_tokens:
-            self.reason = f"max_tokens={self.max_tokens} reached ({self.tokens} used)"
-            return False
-        self.calls += 1
-        return True
-
-    def add_tokens(self, tokens: int) -> None:
-        self.tokens += tokens
 
 
 @dataclass(frozen=True)

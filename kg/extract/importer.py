@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from kg.basemodel import Model
 from kg.errors import ConfigError
 from kg.extract.ontology import Ontology
 from kg.extract.schema import (
@@ -39,7 +40,7 @@ __all__ = ["DEFAULT_ENTITY_TYPE", "ImportResult", "ImportedDocument", "read_trip
 DEFAULT_ENTITY_TYPE = "Entity"
 
 
-class _Triplet(BaseModel):
+class _Triplet(Model):
     model_config = ConfigDict(extra="forbid")  # a misspelt key must not vanish silently
 
     subject: str
@@ -67,7 +68,7 @@ class _Triplet(BaseModel):
         return value
 
 
-class _Entity(BaseModel):
+class _Entity(Model):
     """An optional declaration: the type, description and other names the text gives."""
 
     model_config = ConfigDict(extra="forbid")
@@ -85,7 +86,7 @@ class _Entity(BaseModel):
         return value
 
 
-class _Line(BaseModel):
+class _Line(Model):
     model_config = ConfigDict(extra="ignore")  # room for the caller's own metadata
 
     id: str | None = None

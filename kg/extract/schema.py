@@ -15,7 +15,6 @@ from datetime import date, datetime
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -25,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from kg.basemodel import Model
 from kg.extract.ontology import Ontology
 from kg.extract.predicates import canonical_predicate, normalize_predicate
 from kg.limits import MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, cut_name
@@ -111,7 +111,7 @@ def _ontology(info: ValidationInfo) -> Ontology | None:
     return None
 
 
-class ExtractedEntity(BaseModel):
+class ExtractedEntity(Model):
     """A named thing the text talks about."""
 
     model_config = ConfigDict(extra="ignore")
@@ -161,7 +161,7 @@ class ExtractedEntity(BaseModel):
         return self
 
 
-class ExtractedRelation(BaseModel):
+class ExtractedRelation(Model):
     """A directed fact ``source -[predicate]-> target`` between two extracted entities."""
 
     model_config = ConfigDict(extra="ignore")
@@ -190,7 +190,7 @@ class ExtractedRelation(BaseModel):
         return self
 
 
-class ExtractionResult(BaseModel):
+class ExtractionResult(Model):
     """Everything extracted from one chunk: entities, and relations between them."""
 
     model_config = ConfigDict(extra="ignore")

@@ -14,6 +14,7 @@ from neo4j import AsyncDriver, AsyncGraphDatabase, Driver, GraphDatabase
 from neo4j.exceptions import AuthError, ServiceUnavailable
 
 from kg.errors import StoreError, StoreUnavailable
+from kg.graph import nodelay
 from kg.redact import public_url
 from kg.settings import Neo4jSettings
 
@@ -41,7 +42,8 @@ def open_driver(settings: Neo4jSettings) -> Driver:
 
 
 def open_async_driver(settings: Neo4jSettings) -> AsyncDriver:
-    """An async driver; the caller closes it."""
+    """An async driver; the caller closes it. Its sockets disable Nagle (kg.graph.nodelay)."""
+    nodelay.apply()
     return AsyncGraphDatabase.driver(settings.uri, **_options(settings))
 
 

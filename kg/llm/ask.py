@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from kg.basemodel import Model
 from kg.errors import BudgetExceeded, ExtractionError
 from kg.llm.endpoint import Endpoint
 from kg.llm.factory import llm_client
@@ -40,7 +41,7 @@ M = TypeVar("M", bound=BaseModel)
 LLMEndpoint = Endpoint
 
 
-class LLMUsage(BaseModel):
+class LLMUsage(Model):
     """What one request cost at the LLM endpoint."""
 
     calls: int = Field(0, description="Chat-completion calls, re-asks included.")

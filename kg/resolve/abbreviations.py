@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kg.errors import ConfigError
 from kg.resolve.lexicon import DEFAULT_TRANSLATIONS, KNOWN_NAMES
 
@@ -191,6 +189,8 @@ def load_table(path: Path | None) -> AbbreviationTable:
     """Build the table from ``path`` (YAML or JSON) merged over the defaults; None: defaults."""
     if path is None:
         return AbbreviationTable()
+    import yaml  # only for a user's file: a search that never reads one skips its import
+
     try:
         text = path.read_text(encoding="utf-8")
         data: Any = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

@@ -13,8 +13,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr
 
+from kg.basemodel import Model
 from kg.errors import ResolutionError
 from kg.llm import (
     Endpoint,
@@ -39,7 +40,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class SameEntity(BaseModel):
+class SameEntity(Model):
     """The LLM's verdict on one pair."""
 
     same: bool = Field(description="true only if both mentions name the same entity")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from kg.basemodel import Model
 from kg.instants import AsOf
 from kg.models import no_nul
 from kg.scope import NamespaceList
@@ -37,7 +38,7 @@ def _check_query(value: str) -> str:
     return value
 
 
-class GlobalSearchRequest(BaseModel):
+class GlobalSearchRequest(Model):
     """POST /search/global body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -63,13 +64,13 @@ class GlobalSearchRequest(BaseModel):
         return _no_bool(value)
 
 
-class ReportFinding(BaseModel):
+class ReportFinding(Model):
     summary: str
     explanation: str = ""
     citations: list[str] = Field(default_factory=list)
 
 
-class CommunityHit(BaseModel):
+class CommunityHit(Model):
     """One community report, scored for the question."""
 
     id: str
@@ -83,7 +84,7 @@ class CommunityHit(BaseModel):
     findings: list[ReportFinding] = Field(default_factory=list)
 
 
-class GlobalPoint(BaseModel):
+class GlobalPoint(Model):
     """A rated point of the map step, citing community or fact ids."""
 
     description: str
@@ -91,7 +92,7 @@ class GlobalPoint(BaseModel):
     citations: list[str] = Field(default_factory=list)
 
 
-class GlobalSearchResponse(BaseModel):
+class GlobalSearchResponse(Model):
     """Ranked reports (always); with an LLM, the map's points and the reduced answer."""
 
     mode: Literal["global"] = "global"
@@ -110,7 +111,7 @@ class GlobalSearchResponse(BaseModel):
     took_ms: float
 
 
-class RoutedRequest(BaseModel):
+class RoutedRequest(Model):
     """POST /search: every mode, ``auto`` (the router) by default."""
 
     model_config = ConfigDict(extra="forbid")
@@ -135,7 +136,7 @@ class RoutedRequest(BaseModel):
         return _no_bool(value)
 
 
-class RoutedResponse(BaseModel):
+class RoutedResponse(Model):
     """One shape for every mode: which mode ran and why, and the local or global result."""
 
     requested: Mode = Field(description="The mode asked for.")

@@ -7,7 +7,6 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -15,6 +14,7 @@ from pydantic import (
     field_validator,
 )
 
+from kg.basemodel import Model
 from kg.instants import AsOf
 from kg.languages import LANGUAGES, LanguageCode
 from kg.models import RELATION_TYPE_RE, no_nul
@@ -52,7 +52,7 @@ Depth = Annotated[
 ]
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Model):
     """POST /search/local body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -74,7 +74,7 @@ class SearchRequest(BaseModel):
         return value
 
 
-class EntityHit(BaseModel):
+class EntityHit(Model):
     id: str
     name: str
     type: str
@@ -84,7 +84,7 @@ class EntityHit(BaseModel):
     hops: int = 0
 
 
-class RelationHit(BaseModel):
+class RelationHit(Model):
     source: str
     source_name: str
     target: str
@@ -99,7 +99,7 @@ class RelationHit(BaseModel):
     score: float
 
 
-class ChunkHit(BaseModel):
+class ChunkHit(Model):
     id: str
     text: str
     document_id: str
@@ -131,7 +131,7 @@ def _few_names(value: Any) -> Any:
     return kept[:MAX_TRANSLATED_NAMES]
 
 
-class TranslatedQuestion(BaseModel):
+class TranslatedQuestion(Model):
     """The question in one language, with the names it mentions as written in that language."""
 
     language: LanguageCode
@@ -144,13 +144,13 @@ class TranslatedQuestion(BaseModel):
     ] = Field(default_factory=list, max_length=MAX_TRANSLATED_NAMES)
 
 
-class QuestionTranslation(BaseModel):
+class QuestionTranslation(Model):
     """What the LLM answers when asked to translate a question (kg.search.translate)."""
 
     translations: list[TranslatedQuestion] = Field(min_length=1, max_length=len(LANGUAGES))
 
 
-class RerankOutcome(BaseModel):
+class RerankOutcome(Model):
     """What the rerank stage did to one search (search.rerank; docs/search.md, "Rerank")."""
 
     applied: bool = Field(description="True when the endpoint's scores set the chunks' order.")
@@ -161,7 +161,7 @@ class RerankOutcome(BaseModel):
     took_ms: float = 0.0
 
 
-class SearchResponse(BaseModel):
+class SearchResponse(Model):
     entities: list[EntityHit]
     relations: list[RelationHit]
     chunks: list[ChunkHit]
@@ -180,7 +180,7 @@ class SearchResponse(BaseModel):
     )
 
 
-class EntityDetail(BaseModel):
+class EntityDetail(Model):
     """One entity as ``GET /entities/{id}`` returns it (never its embedding)."""
 
     id: str
@@ -192,7 +192,7 @@ class EntityDetail(BaseModel):
     mentions: int = Field(description="Chunks that mention the entity.")
 
 
-class Neighborhood(BaseModel):
+class Neighborhood(Model):
     """An entity's ranked neighbourhood within ``depth`` hops."""
 
     entity: EntityDetail
@@ -201,7 +201,7 @@ class Neighborhood(BaseModel):
     truncated: bool = Field(description="True when the row cap cut the expansion short.")
 
 
-class NamespaceInfo(BaseModel):
+class NamespaceInfo(Model):
     """One namespace (a document source) with what it holds (``kg namespaces``,
     ``GET /namespaces``)."""
 
@@ -214,14 +214,14 @@ class NamespaceInfo(BaseModel):
     entities: int = Field(description="Entities mentioned in the namespace (shared ones too).")
 
 
-class TemplateInfo(BaseModel):
+class TemplateInfo(Model):
     name: str
     description: str
     parameters: dict[str, Any]
     row_cap: int
 
 
-class TemplateResult(BaseModel):
+class TemplateResult(Model):
     template: str
     rows: list[dict[str, Any]]
     truncated: bool

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from kg.basemodel import Model
 from kg.errors import QueryRejected, only_sent
 from kg.llm import LLMCallError, open_llm
 from kg.search.global_models import (
@@ -39,7 +40,7 @@ vector and graph search fused). Give a one-sentence reason.
 """
 
 
-class RouteChoice(BaseModel):
+class RouteChoice(Model):
     """The optional LLM classifier's answer."""
 
     mode: Literal["text", "vector", "graph", "hybrid", "global"]

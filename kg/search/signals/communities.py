@@ -27,8 +27,9 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from kg.extract.budget import RunBudget
+from kg.basemodel import Model
 from kg.llm import LLMCallError, Reask, StructuredLLM, open_llm
+from kg.llm.budget import RunBudget
 from kg.search.global_models import (
     CommunityHit,
     GlobalPoint,
@@ -86,13 +87,13 @@ def _check(citations: Sequence[str], info: ValidationInfo) -> None:
         raise ValueError(f"citations not in the material: {unknown[:10]}; cite only given ids")
 
 
-class MapPoint(BaseModel):
+class MapPoint(Model):
     description: str = Field(min_length=1, max_length=1000)
     score: float = Field(ge=0, le=100)
     citations: list[str] = Field(min_length=1, max_length=10)
 
 
-class MapAnswer(BaseModel):
+class MapAnswer(Model):
     points: list[MapPoint] = Field(default_factory=list, max_length=10)
 
     @field_validator("points")
@@ -102,7 +103,7 @@ class MapAnswer(BaseModel):
         return value
 
 
-class ReduceAnswer(BaseModel):
+class ReduceAnswer(Model):
     answer: str = Field(min_length=1, max_length=6000)
     citations: list[str] = Field(min_length=1, max_length=30)
 
