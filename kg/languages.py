@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import snowballstemmer
-
 LanguageCode = Literal["en", "ru"]
 
 
@@ -89,6 +87,8 @@ def index_weights(question: str) -> dict[str, float]:
 
 @functools.cache
 def _stemmer(code: LanguageCode) -> Any:
+    import snowballstemmer  # its package loads thirty languages: only when a word is stemmed
+
     return snowballstemmer.stemmer("russian" if code == "ru" else "english")
 
 

@@ -367,8 +367,14 @@ def test_known_supernode_limits_fail_cleanly_and_in_time(
     Ends as xfail naming each call that missed, so the limit stays visible in every run
     (docs/reliability.md has the analysis); passes once they all answer in time.
     """
-    timeout_ms = settings.search.query_timeout_s * 1000
-    results = asyncio.run(attempt(settings, KNOWN_LIMITS))
+    # A 2 s bound, not the default 5 s: these calls run into it, and ending cleanly at a bound
+    # is what is checked (the suite's time: issue 38).
+    search = settings.search.model_copy(
+        update={"query_timeout_s": 2.0, "first_query_timeout_s": 2.0}
+    )
+    bounded = settings.model_copy(update={"search": search})
+    timeout_ms = bounded.search.query_timeout_s * 1000
+    results = asyncio.run(attempt(bounded, KNOWN_LIMITS))
     assert set(results) == KNOWN_LIMITS
     for label, (ms, outcome) in sorted(results.items()):
         print(f"\n{label:<40} {ms:8.1f} ms  {outcome}", end="")
