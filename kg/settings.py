@@ -58,6 +58,13 @@ class Neo4jSettings(BaseModel):
     )
     database: str = "neo4j"
     connection_timeout_s: float = Field(5.0, gt=0)
+    retry_s: float = Field(
+        10.0,
+        ge=0,
+        le=300,
+        description="How long the driver retries a transaction on a transient error (a "
+        "restarting server, a cluster's leader change) before the command fails.",
+    )
 
     @field_validator("configured_password", mode="before")
     @classmethod

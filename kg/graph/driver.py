@@ -31,7 +31,7 @@ def _options(settings: Neo4jSettings) -> dict[str, Any]:
         "auth": (settings.username, settings.password.get_secret_value()),
         "connection_timeout": settings.connection_timeout_s,
         "connection_acquisition_timeout": settings.connection_timeout_s * 2,
-        "max_transaction_retry_time": 10.0,
+        "max_transaction_retry_time": settings.retry_s,
         "notifications_min_severity": "OFF",
     }
 

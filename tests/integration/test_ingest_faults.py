@@ -49,7 +49,12 @@ def test_neo4j_stopped_during_ingest_then_rerun_after_restart(
     own_settings.neo4j.uri = status.bolt_uri
     try:
         cmd = example_ingest_cmd(EXAMPLE, TRIPLETS)
-        env = cli_env(own_settings, KG_WRITE__BATCH_SIZE="2", KG_NEO4J__CONNECTION_TIMEOUT_S="2")
+        env = cli_env(
+            own_settings,
+            KG_WRITE__BATCH_SIZE="2",
+            KG_NEO4J__CONNECTION_TIMEOUT_S="2",
+            KG_NEO4J__RETRY_S="2",  # the driver's retries give up sooner: the same failure
+        )
         proc = subprocess.Popen(
             cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
