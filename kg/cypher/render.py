@@ -339,7 +339,7 @@ FACT_PAGE: LiteralString = (
     "WITH f ORDER BY f.id\n"
     "LIMIT $limit\n"
     "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
-    "       embedding: f.embedding})[..$read_rows] AS rows"
+    "       embedding: f.embedding, namespaces: f.namespaces})[..$read_rows] AS rows"
 )
 
 # The per-process chunk vectors (kg/search/chunk_vectors.py): chunks in id order (the
@@ -348,7 +348,8 @@ CHUNK_PAGE: LiteralString = (
     "MATCH (c:Chunk) WHERE c.id > $after\n"
     "WITH c ORDER BY c.id\n"
     "LIMIT $limit\n"
-    "RETURN collect({id: c.id, embedding: c.embedding})[..$read_rows] AS rows"
+    "RETURN collect({id: c.id, embedding: c.embedding, namespace: c.namespace})"
+    "[..$read_rows] AS rows"
 )
 
 EVIDENCE_CHUNKS: LiteralString = (
@@ -472,8 +473,9 @@ GRAPH_COUNTS: LiteralString = (
     "LIMIT 1"
 )
 
-# entity_links and graph_counts in one round trip, for a search that may read the whole graph
-# (kg/search/names.py): the first row holds the counts, the others the links. Measured on the
+# entity_links and graph_counts in one round trip (kg/search/names.py): the first row holds the
+# whole graph's counts (the stamp of what search keeps per process; never shown to a scoped
+# caller, who may not run it by name), the others the links in the scope. Measured on the
 # MuSiQue graph with graph_evidence, the two merges took 8% off a hybrid search
 # (docs/benchmarks.md, "Latency on an LLM-extracted graph").
 COUNTED_LINKS: LiteralString = (
@@ -485,12 +487,14 @@ COUNTED_LINKS: LiteralString = (
     "  CALL (phrase) {\n"
     "    CALL db.index.fulltext.queryNodes('entity_names', phrase, {limit: $fetch})"
     " YIELD node, score\n"
+    "    WITH node, score\n"
+    "    WHERE " + in_scope("node") + " AND " + named("node", "$patterns[phrase]") + "\n"
     "    RETURN node, score\n"
     "    LIMIT $per_phrase\n"
     "  }\n"
     "  WITH phrase, node, score LIMIT $limit\n"
     "  RETURN collect({kind: 'link', phrase: phrase, id: node.id, name: node.name,\n"
-    "         type: node.type, aliases: node.aliases[..64], score: score,\n"
+    "         type: node.type, aliases: " + aliased("node") + "[..64], score: score,\n"
     "         mentions: " + mention_count("node") + "}) AS links\n"
     "}\n"
     "RETURN ([{kind: 'counts', entities: entities, mentions: mentions,\n"
@@ -519,7 +523,7 @@ MENTION_PAGE: LiteralString = (
     "MATCH (c:Chunk) WHERE c.id > $after\n"
     "WITH c ORDER BY c.id\n"
     "LIMIT $limit\n"
-    "RETURN collect({id: c.id, title: c.title,\n"
+    "RETURN collect({id: c.id, title: c.title, namespace: c.namespace,\n"
     "       mentioned: [(c)-[:MENTIONS]->(m:Entity) | {id: m.id, name: m.name}][..$per_chunk]})"
     "[..$read_rows] AS rows"
 )

@@ -65,8 +65,16 @@ class Template:
     # converting temporals (measured: a tenth of a search's CPU on the example graph).
     temporal: bool = True
     # False: it reads the whole graph whatever the scope (the per-process caches and counts
-    # search keeps, filtered in memory or not at all); a scoped caller may not run it by name.
+    # search keeps, filtered in memory by the scope).
     scoped: bool = True
+    # True: some of what it returns is the whole graph's (every unscoped template, and the
+    # counts counted_links reads beside its scoped links): a scoped caller may not run it by
+    # name; local search runs it for them and shows them only what lies in their scope.
+    whole_graph: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.scoped and not self.whole_graph:
+            raise ValueError(f"template {self.name}: an unscoped template reads the whole graph")
 
     def text_for(self, params: TemplateParams) -> LiteralString:
         return self.texts[params.variant()]
@@ -255,6 +263,7 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="chunk_page",
@@ -266,6 +275,7 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="graph_evidence",
@@ -314,6 +324,7 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.CORPUS_LANGUAGES),
         row_cap=1,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="entity_links",
@@ -325,14 +336,14 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         name="counted_links",
-        description="entity_links over the whole graph, with graph_counts' counts in its first "
-        "row: local search's linking and its freshness check in one round trip.",
+        description="entity_links with the whole graph's graph_counts in its first row: local "
+        "search's linking and its freshness check in one round trip.",
         params=EntityLinksParams,
         texts=_one(render.COUNTED_LINKS),
         row_cap=10_001,
         packed=True,
         temporal=False,
-        scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="graph_counts",
@@ -343,6 +354,7 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=1,
         temporal=False,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="name_page",
@@ -354,6 +366,7 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="mention_page",
@@ -366,6 +379,7 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
+        whole_graph=True,
     ),
     Template(
         name="passage_hop",

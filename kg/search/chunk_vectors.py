@@ -13,6 +13,7 @@ read again when the graph's counts move (a new chunk adds its PART_OF link). Mor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import ChunkPageParams
-from kg.search.kept import Kept, nearest_rows, unit_rows
+from kg.search.kept import Kept, RowNamespaces, listed, nearest_rows, unit_rows
 
 #: Most bytes of chunk vectors kept per process (float32); past it, the vector index is asked.
 MAX_BYTES = 256 * 1024 * 1024
@@ -31,20 +32,29 @@ PAGE = 2000
 
 @dataclass(frozen=True)
 class ChunkMatrix:
-    """Chunk ids by row, and their unit vectors."""
+    """Chunk ids by row, their unit vectors and namespaces."""
 
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
+    namespaces: RowNamespaces
 
-    def nearest(self, query: list[float], k: int) -> list[tuple[str, float]]:
-        """The ``k`` chunks nearest to ``query`` with their scores, best first."""
-        return [(self.ids[i], score) for i, score in nearest_rows(self.vectors, query, k)]
+    def nearest(
+        self, query: list[float], k: int, scope: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` chunks nearest to ``query`` (in ``scope`` when given) with their scores,
+        best first."""
+        allowed = None if scope is None else self.namespaces.mask(scope)
+        return [(self.ids[i], score) for i, score in nearest_rows(self.vectors, query, k, allowed)]
 
 
 def build(rows: list[dict[str, Any]], dim: int) -> ChunkMatrix:
     """The matrix of ``chunk_page`` rows whose vectors have ``dim`` numbers."""
     kept, vectors = unit_rows(rows, dim)
-    return ChunkMatrix(ids=tuple(str(r["id"]) for r in kept), vectors=vectors)
+    return ChunkMatrix(
+        ids=tuple(str(r["id"]) for r in kept),
+        vectors=vectors,
+        namespaces=RowNamespaces.of(listed(r.get("namespace")) for r in kept),
+    )
 
 
 class ChunkVectors(Kept[ChunkMatrix]):

@@ -15,6 +15,7 @@ and is read again when they move, and at the latest after :data:`MAX_AGE_S`. Mor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import FactPageParams
-from kg.search.kept import Kept, nearest_rows, unit_rows
+from kg.search.kept import Kept, RowNamespaces, listed, nearest_rows, unit_rows
 
 #: Most bytes of fact vectors kept per process (float32); past it, the vector index is asked.
 MAX_BYTES = 256 * 1024 * 1024
@@ -33,19 +34,24 @@ PAGE = 1000
 
 @dataclass(frozen=True)
 class FactMatrix:
-    """Facts' ends by row, and their unit vectors."""
+    """Facts' ends by row, their unit vectors and namespaces."""
 
     ids: tuple[str, ...]
     subjects: tuple[str, ...]
     objects: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
+    namespaces: RowNamespaces
 
-    def nearest(self, query: list[float], k: int) -> list[dict[str, Any]]:
-        """The ``k`` facts nearest to ``query`` as ``facts_by_vector`` rows."""
+    def nearest(
+        self, query: list[float], k: int, scope: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The ``k`` facts nearest to ``query`` (in ``scope`` when given: a fact with a
+        namespace in it, as ``facts_by_vector`` filters) as ``facts_by_vector`` rows."""
+        allowed = None if scope is None else self.namespaces.mask(scope)
         return [
             {"id": self.ids[i], "subject_id": self.subjects[i], "object_id": self.objects[i],
              "score": score}
-            for i, score in nearest_rows(self.vectors, query, k)
+            for i, score in nearest_rows(self.vectors, query, k, allowed)
         ]  # fmt: skip
 
 
@@ -57,6 +63,7 @@ def build(rows: list[dict[str, Any]], dim: int) -> FactMatrix:
         subjects=tuple(str(r.get("subject_id") or "") for r in kept),
         objects=tuple(str(r.get("object_id") or "") for r in kept),
         vectors=vectors,
+        namespaces=RowNamespaces.of(listed(r.get("namespaces")) for r in kept),
     )
 
 

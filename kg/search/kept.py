@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -84,6 +85,61 @@ class Kept(Generic[T]):
         return None
 
 
+#: Scopes whose row masks one kept value remembers (a tenant's searches reuse theirs).
+MAX_SCOPES = 256
+
+
+@dataclass(frozen=True)
+class RowNamespaces:
+    """The namespaces of each kept row (a chunk has one, a fact or an entity several), so that
+    a scoped search filters what the process keeps instead of asking the graph again. Row
+    ``i``'s namespaces are ``names[codes[ptr[i]:ptr[i + 1]]]``; a row with none is in no scope
+    (as ``chunk_in_scope`` and ``in_scope`` read a missing property)."""
+
+    names: tuple[str, ...]
+    ptr: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64]
+    _masks: dict[tuple[str, ...], npt.NDArray[np.bool_]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @classmethod
+    def of(cls, rows: Iterable[Iterable[str]]) -> RowNamespaces:
+        at: dict[str, int] = {}
+        ptr: list[int] = [0]
+        codes: list[int] = []
+        for names in rows:
+            codes += dict.fromkeys(at.setdefault(str(n), len(at)) for n in names)
+            ptr.append(len(codes))
+        return cls(tuple(at), np.array(ptr, dtype=np.int64), np.array(codes, dtype=np.int64))
+
+    def mask(self, scope: Sequence[str]) -> npt.NDArray[np.bool_]:
+        """The rows with a namespace in ``scope`` (remembered per scope; read-only)."""
+        key = tuple(sorted(set(scope)))
+        found = self._masks.get(key)
+        if found is None:
+            wanted = np.isin(np.array(self.names, dtype=object), np.array(key, dtype=object))
+            hit = wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=np.bool_)
+            rows = len(self.ptr) - 1
+            owner = np.repeat(np.arange(rows, dtype=np.int64), np.diff(self.ptr))
+            found = np.zeros(rows, dtype=np.bool_)
+            found[owner[hit]] = True
+            found.setflags(write=False)
+            if len(self._masks) >= MAX_SCOPES:
+                self._masks.clear()
+            self._masks[key] = found
+        return found
+
+
+def listed(value: object) -> list[str]:
+    """A row's ``namespaces`` (a list, one string, or nothing) as a list."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return []
+
+
 def unit_rows(
     rows: list[dict[str, Any]], dim: int
 ) -> tuple[list[dict[str, Any]], npt.NDArray[np.float32]]:
@@ -95,10 +151,14 @@ def unit_rows(
 
 
 def nearest_rows(
-    vectors: npt.NDArray[np.float32], query: list[float], k: int
+    vectors: npt.NDArray[np.float32],
+    query: list[float],
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None = None,
 ) -> list[tuple[int, float]]:
     """The rows of ``vectors`` (unit) nearest to ``query``, best first, with the score the
-    vector index gives cosine: (1 + cos) / 2. Nothing for a zero query."""
+    vector index gives cosine: (1 + cos) / 2; only ``allowed`` rows when given (a scope).
+    Nothing for a zero query."""
     if not len(vectors) or k <= 0:
         return []
     q = np.asarray(query, dtype=np.float32)
@@ -107,6 +167,11 @@ def nearest_rows(
         return []
     # einsum, not BLAS: a multithreaded gemv on a busy machine was 5x slower (measured)
     cos = np.einsum("ij,j->i", vectors, q / norm)
+    if allowed is not None:
+        k = min(k, int(allowed.sum()))
+        if k <= 0:
+            return []
+        cos = np.where(allowed, cos, -np.inf)
     k = min(k, len(cos))
     top = np.argpartition(-cos, k - 1)[:k]
     top = top[np.argsort(-cos[top], kind="stable")]

@@ -18,15 +18,17 @@ links is not read: the graph signal then reads its passages hop by hop, as befor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import MentionPageParams
+from kg.search.kept import MAX_SCOPES, RowNamespaces
 from kg.search.names import MAX_AGE_S, Stamp
 from kg.words import form
 
@@ -47,8 +49,8 @@ class PassageGraph:
     """Chunks and entities by index, with MENTIONS both ways in CSR form.
 
     ``chunk_about[i]`` says whether link ``i`` (in chunk order) joins a chunk to the entity its
-    document's title names; ``entity_links[j]`` is the chunk-order position of link ``j`` (in
-    entity order), so both directions share the flag.
+    document's title names. ``namespaces`` holds each chunk's namespace: :meth:`within` is the
+    graph a scoped search walks.
     """
 
     chunk_ids: tuple[str, ...]
@@ -60,7 +62,45 @@ class PassageGraph:
     chunk_about: Bools
     entity_ptr: Ints  # entity j's links: entity_chunk[entity_ptr[j]:entity_ptr[j + 1]]
     entity_chunk: Ints
-    entity_links: Ints
+    namespaces: RowNamespaces
+    _views: dict[tuple[str, ...], PassageGraph] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def within(self, scope: Sequence[str]) -> PassageGraph:
+        """The graph with the MENTIONS links of the chunks in ``scope`` only, under the same
+        indexes: a walk reaches chunks in the scope only, through entities they mention, and
+        an entity's mention count is its count in the scope (what ``passage_hop`` reads for a
+        scoped caller). A scope that holds every chunk's namespace gives this graph itself, so
+        such a search ranks exactly as an unscoped one. Remembered per scope."""
+        key = tuple(sorted(set(scope)))
+        view = self._views.get(key)
+        if view is not None:
+            return view
+        keep = self.namespaces.mask(key)
+        if keep.all():
+            view = self
+        else:
+            per_chunk = np.diff(self.chunk_ptr)
+            kept_links = np.repeat(keep, per_chunk)
+            kept_pairs = keep[self.entity_chunk]
+            entity_of = np.repeat(
+                np.arange(len(self.entity_ids), dtype=np.int64), np.diff(self.entity_ptr)
+            )
+            counts = np.bincount(entity_of[kept_pairs], minlength=len(self.entity_ids))
+            view = dataclasses.replace(
+                self,
+                chunk_ptr=_offsets(np.where(keep, per_chunk, 0)),
+                chunk_entity=self.chunk_entity[kept_links],
+                chunk_about=self.chunk_about[kept_links],
+                entity_ptr=_offsets(counts),
+                entity_chunk=self.entity_chunk[kept_pairs],
+                _views={},
+            )
+        if len(self._views) >= MAX_SCOPES:
+            self._views.clear()
+        self._views[key] = view
+        return view
 
     @property
     def mentions(self) -> Ints:
@@ -106,6 +146,11 @@ class PassageGraph:
         return np.repeat(picked, lens), self.chunk_entity[at], self.chunk_about[at]
 
 
+def _offsets(counts: npt.NDArray[np.integer]) -> Ints:
+    """CSR row pointers for rows of ``counts`` entries."""
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+
 def _spans(starts: Ints, lens: Ints) -> Ints:
     """The positions ``starts[i] .. starts[i] + lens[i]``, concatenated."""
     total = int(lens.sum())
@@ -115,8 +160,12 @@ def _spans(starts: Ints, lens: Ints) -> Ints:
     return offsets + np.arange(total, dtype=np.int64)
 
 
-def build(rows: Sequence[tuple[str, object, Sequence[tuple[str, object]]]]) -> PassageGraph:
-    """The graph of ``(chunk id, title, [(entity id, entity name), ...])`` rows."""
+def build(
+    rows: Sequence[tuple[str, object, Sequence[tuple[str, object]]]],
+    namespaces: Sequence[str | None] | None = None,
+) -> PassageGraph:
+    """The graph of ``(chunk id, title, [(entity id, entity name), ...])`` rows, with each
+    chunk's namespace (none: in no scope)."""
     chunk_ids: list[str] = []
     entity_at: dict[str, int] = {}
     ptr = [0]
@@ -134,7 +183,7 @@ def build(rows: Sequence[tuple[str, object, Sequence[tuple[str, object]]]]) -> P
     owners = np.repeat(np.arange(len(chunk_ids), dtype=np.int64), np.diff(chunk_ptr))
     order = np.argsort(chunk_entity, kind="stable")
     counts = np.bincount(chunk_entity, minlength=len(entity_at))
-    entity_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    chunk_namespaces = namespaces if namespaces is not None else [None] * len(chunk_ids)
     return PassageGraph(
         chunk_ids=tuple(chunk_ids),
         entity_ids=tuple(entity_at),
@@ -143,9 +192,9 @@ def build(rows: Sequence[tuple[str, object, Sequence[tuple[str, object]]]]) -> P
         chunk_ptr=chunk_ptr,
         chunk_entity=chunk_entity,
         chunk_about=np.array(about, dtype=np.bool_),
-        entity_ptr=entity_ptr,
+        entity_ptr=_offsets(counts),
         entity_chunk=owners[order],
-        entity_links=order.astype(np.int64),
+        namespaces=RowNamespaces.of([] if n is None else [n] for n in chunk_namespaces),
     )
 
 
@@ -178,6 +227,7 @@ class Passages:
 
     async def _read(self) -> PassageGraph | None:
         rows: list[tuple[str, object, list[tuple[str, object]]]] = []
+        namespaces: list[str | None] = []
         links = 0
         after = ""
         for _ in range(MAX_CHUNKS // PAGE + 1):
@@ -191,10 +241,12 @@ class Passages:
                 mentioned = [(str(m["id"]), m.get("name")) for m in row.get("mentioned") or []]
                 links += len(mentioned)
                 rows.append((str(row["id"]), row.get("title"), mentioned))
+                namespace = row.get("namespace")
+                namespaces.append(None if namespace is None else str(namespace))
             if links > MAX_LINKS:
                 return None
             # Rows come in id order, so a page the row cap cut short goes on after its last.
             if not result.rows or (len(result.rows) < PAGE and not result.truncated):
-                return await asyncio.to_thread(build, rows)
+                return await asyncio.to_thread(build, rows, namespaces)
             after = str(result.rows[-1]["id"])
         return None

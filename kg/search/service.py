@@ -179,7 +179,7 @@ class SearchService:
         """Run one registry template by name with validated parameters. A caller scoped to
         some namespaces may not run a template that reads the whole graph."""
         template = self.guard.registry.get(name)
-        if not template.scoped and (scope.current() is not None or scope.ceiling() is not None):
+        if template.whole_graph and (scope.current() is not None or scope.ceiling() is not None):
             raise ScopeDenied(
                 f"template {name} reads the whole graph: a caller scoped to namespaces "
                 "cannot run it"

@@ -27,14 +27,17 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from neo4j import Driver
 
 from api.app import create_app
-from kg import KnowledgeGraph, NotFoundError, ScopeDenied, bound_namespaces
+from kg import KnowledgeGraph, NotFoundError, ScopeDenied, bound_namespaces, scope
 from kg.cypher import REGISTRY
 from kg.graph.meta import MODEL_VERSION, read_model, stamp
+from kg.search.models import SearchRequest
+from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings, free_port, verified_once_factory
 from tests.clienv import cli_env
 from tests.conftest import _wipe
 from tests.fakellm import Reply, ScriptedLLM
+from tests.graphdata import record_reads, with_service
 from tests.graphsnap import _clean
 from tests.mcpserver import mcp_http_server
 
@@ -284,6 +287,57 @@ def test_a_scoped_search_sees_nothing_of_the_other_namespace(
         assert all(r.description == "" for r in hood.relations if r.type == "DEPENDS_ON")
 
 
+def _ranking(response: Any) -> tuple[Any, ...]:
+    return (
+        [(c.id, round(c.score, 9)) for c in response.chunks],
+        [(e.id, round(e.score, 9)) for e in response.entities],
+        [(r.source, r.type, r.target, round(r.score, 9)) for r in response.relations],
+    )
+
+
+def test_a_search_scoped_to_every_namespace_ranks_as_an_unscoped_one(corpus: Corpus) -> None:
+    """Issue 41: a scope is a filter over what search keeps, not another path. Scoped to all
+    the graph's namespaces, every mode returns the unscoped ranking, scores included."""
+    with KnowledgeGraph(corpus.settings) as graph:
+        for question in (QUESTION, "AuthService", "Where does Ledger write its journal?"):
+            for mode in ("text", "vector", "graph", "hybrid"):
+                unscoped = graph.search(question, mode=mode, limit=20)
+                every = graph.search(question, mode=mode, limit=20, namespaces=["alpha", "beta"])
+                assert _ranking(every) == _ranking(unscoped), (question, mode)
+                assert unscoped.chunks, (question, mode)
+
+
+def test_a_scoped_search_makes_no_more_guarded_reads_than_an_unscoped_one(
+    corpus: Corpus,
+) -> None:
+    """Scoped and unscoped, graph and hybrid read through the same kept structures, in the same
+    round trips; scoped, only alpha's chunks come back."""
+
+    async def run(service: SearchService) -> dict[tuple[str, str], list[str]]:
+        reads = record_reads(service)
+        ran: dict[tuple[str, str], list[str]] = {}
+        for mode in ("graph", "hybrid"):
+            request = SearchRequest(query=QUESTION, mode=mode, limit=20)
+            await service.local_search(request)  # the kept structures are read once
+            for label, namespaces in (("unscoped", None), ("scoped", ["alpha"])):
+                reads.clear()
+                with scope.scoped(namespaces):
+                    found = await service.local_search(request)
+                ran[mode, label] = sorted(name for name, _ in reads)
+                if namespaces:
+                    _clean_of_beta(found.model_dump(mode="json"))
+                    assert found.chunks, mode
+                    assert all(c.document_path in ALPHA_DOCS for c in found.chunks), mode
+        return ran
+
+    ran = with_service(corpus.settings, run)
+    for mode in ("graph", "hybrid"):
+        unscoped, scoped = ran[mode, "unscoped"], ran[mode, "scoped"]
+        assert len(scoped) <= len(unscoped), (mode, scoped, unscoped)
+        assert scoped == unscoped, mode  # the same templates, each once
+        assert not {"passage_hop", "facts_by_vector"} & set(scoped), scoped
+
+
 def _hostile_template_calls(
     ids: dict[str, str], dim: int, chunk_ids: list[str]
 ) -> dict[str, dict[str, Any]]:
@@ -318,7 +372,7 @@ def test_every_scoped_template_keeps_to_the_scope(corpus: Corpus, driver: Driver
     calls = _hostile_template_calls(
         ids, corpus.settings.chunks.embedding_dim, corpus.chunk_ids(driver)
     )
-    assert set(calls) == {t.name for t in REGISTRY if t.scoped}
+    assert set(calls) == {t.name for t in REGISTRY if t.scoped and not t.whole_graph}
     with KnowledgeGraph(corpus.settings) as graph:
         for name, params in calls.items():
             rows = graph.run_template(name, {**params, "namespaces": ["alpha"]}).rows
@@ -328,6 +382,22 @@ def test_every_scoped_template_keeps_to_the_scope(corpus: Corpus, driver: Driver
             unscoped = graph.run_template(name, params).rows
             if name in {"entity_sources", "entity_by_id", "paths_between"}:
                 assert unscoped, name  # beta's data is there, for a caller who may see it
+
+
+def test_counted_links_keeps_its_links_to_the_scope(corpus: Corpus, driver: Driver) -> None:
+    """Local search links a scoped question through counted_links too (one round trip, as
+    unscoped): its links keep to the scope; only its first row, the counts that stamp what
+    search keeps, is the whole graph's, and a scoped caller never runs it by name."""
+    phrases = {"phrases": [["zephyrvault"], ["authservice"], ["postgresql"]]}
+    with KnowledgeGraph(corpus.settings) as graph:
+        scoped = graph.run_template("counted_links", {**phrases, "namespaces": ["alpha"]}).rows
+        everything = graph.run_template("counted_links", phrases).rows
+    assert scoped[0]["kind"] == "counts"
+    assert scoped[0] == everything[0]
+    links = [r for r in scoped if r["kind"] == "link"]
+    _clean_of_beta(links)
+    assert {r["name"] for r in links} >= {"AuthService", "PostgreSQL"}
+    assert "Zephyrvault" in {r["name"] for r in everything if r["kind"] == "link"}
 
 
 # -- scoped keys: REST ---------------------------------------------------------------------------
@@ -442,7 +512,7 @@ def test_a_scoped_key_runs_every_template_in_its_scope_only(
             assert "'beta'" in refused.json()["detail"]
     # The whole-graph reads search keeps per process are not for a scoped key.
     needs = {"counted_links": {"phrases": [["zephyrvault"]]}}
-    for name in sorted(t.name for t in REGISTRY if not t.scoped):
+    for name in sorted(t.name for t in REGISTRY if t.whole_graph):
         body = needs.get(name, {})
         resp = api.post(f"/templates/{name}", json=body, headers=alpha)
         assert resp.status_code == 403, (name, resp.text)

@@ -62,3 +62,56 @@ def test_expand_bounds_chunks_per_entity_and_the_frontier() -> None:
     narrow, expanded = g.expand([prize], 2, per_entity=50, frontier_cap=1)
     assert _chunks(narrow, g.chunk_ids) == {"c1", "c2"}
     assert {g.entity_ids[i] for i in np.flatnonzero(expanded)} == {"prize", "ada"}
+
+
+def test_a_scope_walks_only_its_chunks_and_counts_its_mentions() -> None:
+    """c1 and c2 are alpha's, c3 and c4 beta's: from Ada, alpha's walk stops at c2 (Babbage's
+    c3 is beta's), and Babbage's mention count in alpha is 1 of its 2."""
+    g = build(ROWS, ["alpha", "alpha", "beta", "beta"])
+    alpha = g.within(["alpha"])
+    ada = alpha.entity_at["ada"]
+    reached, _ = alpha.expand([ada], 10, per_entity=50, frontier_cap=200)
+    assert _chunks(reached, alpha.chunk_ids) == {"c1", "c2"}
+    counts = dict(zip(alpha.entity_ids, alpha.mentions.tolist(), strict=True))
+    assert counts == {"ada": 1, "prize": 2, "babbage": 1, "engine": 0, "orbit": 0}
+    owner, ends, _ = alpha.links(np.ones(4, dtype=bool))
+    assert {alpha.chunk_ids[c] for c in owner} == {"c1", "c2"}
+    assert {alpha.entity_ids[e] for e in ends} == {"ada", "prize", "babbage"}
+    # Beta from its own Engine never reaches alpha's chunks, and the views are remembered.
+    beta = g.within(["beta"])
+    walked, _ = beta.expand([beta.entity_at["engine"]], 10, per_entity=50, frontier_cap=200)
+    assert _chunks(walked, beta.chunk_ids) == {"c3"}
+    assert g.within(["alpha"]) is alpha
+
+
+def test_a_scope_holding_every_chunk_is_the_whole_graph() -> None:
+    """So a search scoped to a graph's only namespaces ranks exactly as an unscoped one."""
+    g = build(ROWS, ["alpha", "alpha", "beta", "beta"])
+    assert g.within(["beta", "alpha"]) is g
+    assert g.within(["alpha", "beta", "gamma"]) is g
+    # a chunk without a namespace is in no scope
+    untagged = build(ROWS, ["alpha", None, "alpha", "alpha"])
+    view = untagged.within(["alpha"])
+    assert view is not untagged
+    assert dict(zip(view.entity_ids, view.mentions.tolist(), strict=True))["prize"] == 1
+
+
+def test_kept_vectors_answer_within_a_scope() -> None:
+    from kg.search.chunk_vectors import build as chunk_matrix
+    from kg.search.kept import RowNamespaces
+
+    rows = [
+        {"id": "a1", "embedding": [1.0, 0.0], "namespace": "alpha"},
+        {"id": "b1", "embedding": [1.0, 0.1], "namespace": "beta"},
+        {"id": "a2", "embedding": [0.0, 1.0], "namespace": "alpha"},
+        {"id": "n1", "embedding": [1.0, 0.0], "namespace": None},
+    ]
+    matrix = chunk_matrix(rows, 2)
+    assert [cid for cid, _ in matrix.nearest([1.0, 0.0], 2)] == ["a1", "n1"]
+    assert [cid for cid, _ in matrix.nearest([1.0, 0.0], 5, ["alpha"])] == ["a1", "a2"]
+    assert [cid for cid, _ in matrix.nearest([1.0, 0.0], 5, ["beta"])] == ["b1"]
+    assert matrix.nearest([1.0, 0.0], 5, ["gamma"]) == []
+    facts = RowNamespaces.of([["alpha", "beta"], [], ["beta"], ["beta", "beta"]])
+    assert facts.mask(["alpha"]).tolist() == [True, False, False, False]
+    assert facts.mask(["beta", "gamma"]).tolist() == [True, False, True, True]
+    assert facts.mask(["beta", "gamma"]) is facts.mask(["gamma", "beta"])

@@ -44,18 +44,18 @@ PINNED = {
     ("entity_seeds", "default"): "a4e3073b0ac986e9",
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
-    ("fact_page", "default"): "c68b2a7a4b1f2d6f",
-    ("chunk_page", "default"): "68a48caeaa0d32aa",
+    ("fact_page", "default"): "63002ae055d21b31",
+    ("chunk_page", "default"): "89db01abad980823",
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
     ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "0e0665eb8d091494",
-    ("counted_links", "default"): "41f05d18eff15707",
+    ("counted_links", "default"): "405d6fe054153764",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
-    ("mention_page", "default"): "c7de3df4602d9a9b",
+    ("mention_page", "default"): "b1e4dc1142739b8d",
     ("passage_hop", "default"): "b19af6518d7b215f",
     ("relation_types", "default"): "4fa963817c7f1910",
     ("community_reports", "default"): "cc2fb5a79bbe4ea2",
@@ -166,13 +166,13 @@ def test_retrieval_templates_verbatim() -> None:
         "WITH f ORDER BY f.id\n"
         "LIMIT $limit\n"
         "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
-        "       embedding: f.embedding})[..$read_rows] AS rows"
+        "       embedding: f.embedding, namespaces: f.namespaces})[..$read_rows] AS rows"
     )
     assert REGISTRY.get("mention_page").texts["default"] == (
         "MATCH (c:Chunk) WHERE c.id > $after\n"
         "WITH c ORDER BY c.id\n"
         "LIMIT $limit\n"
-        "RETURN collect({id: c.id, title: c.title,\n"
+        "RETURN collect({id: c.id, title: c.title, namespace: c.namespace,\n"
         "       mentioned: [(c)-[:MENTIONS]->(m:Entity) | {id: m.id, name: m.name}][..$per_chunk]})"
         "[..$read_rows] AS rows"
     )
@@ -213,12 +213,14 @@ def test_a_scoped_read_asks_the_indexes_for_more_candidates() -> None:
 
 def test_every_scoped_template_names_the_scope_and_only_caches_read_everything() -> None:
     """Every template either keeps to $namespaces or is one of the whole-graph reads search
-    keeps per process or asks for itself (refused to a scoped caller by name)."""
-    whole = {t.name for t in REGISTRY if not t.scoped}
+    keeps per process or asks for itself (refused to a scoped caller by name). counted_links
+    keeps its links to the scope and reads the whole graph's counts beside them."""
+    whole = {t.name for t in REGISTRY if t.whole_graph}
     assert whole == {
         "corpus_languages", "graph_counts", "counted_links", "name_page", "mention_page",
         "fact_page", "chunk_page",
     }  # fmt: skip
+    assert {t.name for t in REGISTRY if not t.scoped} == whole - {"counted_links"}
     for template in REGISTRY:
         if template.scoped:
             for text in template.texts.values():

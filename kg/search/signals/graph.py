@@ -233,14 +233,9 @@ class GraphSignal:
                 return []
             # the counts of the last search: a fact written since is matched from the next one
             stamp, _ = self._names.last()
-            # Scoped, the vector index is asked, through the scoped template (kg/scope.py).
-            matrix = (
-                None
-                if scope.current() is not None
-                else await self._facts.for_stamp(stamp or await self._names.counts())
-            )
-            if matrix is not None:
-                return matrix.nearest(vector, search.fact_seeds)
+            matrix = await self._facts.for_stamp(stamp or await self._names.counts())
+            if matrix is not None:  # scoped: the facts with a namespace in the scope
+                return matrix.nearest(vector, search.fact_seeds, scope.current())
             params = FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds)
             return (await self._guard.run("facts_by_vector", params)).rows
 
@@ -274,8 +269,8 @@ class GraphSignal:
         if stamp is None:
             return await links(await self._names.current())
         asked = may_name(lookups, forms)
-        if scope.current() is None and asked:
-            # One round trip for both (counted_links reads the whole graph's counts).
+        if asked:
+            # One round trip for both: the links in the scope, the whole graph's counts.
             result = await self._guard.run(
                 "counted_links",
                 EntityLinksParams.model_construct(
@@ -285,7 +280,7 @@ class GraphSignal:
             head = result.rows[0] if result.rows else {}
             now, rows = stamp_of(head), [r for r in result.rows if r.get("kind") == "link"]
         else:
-            now, rows = await asyncio.gather(self._names.counts(), links(forms))
+            now, rows = await self._names.counts(), []
         if now == stamp:
             return list(rows)
         return await links(await self._names.for_stamp(now))
@@ -305,13 +300,12 @@ class GraphSignal:
         )
         stamp, _ = self._names.last()
         _tell_stamp(query, stamp)
-        # The passage graph in memory is the whole graph's: a scoped search reads its passages
-        # hop by hop, through the scoped template (kg/scope.py).
-        graph = (
-            None
-            if scope.current() is not None
-            else await self._passage_graph.for_stamp(stamp or await self._names.counts())
-        )
+        # The passage graph in memory is the whole graph's: a scoped search walks the part of it
+        # that lies in its scope (PassageGraph.within), as the scoped passage_hop would read.
+        graph = await self._passage_graph.for_stamp(stamp or await self._names.counts())
+        namespaces = scope.current()
+        if graph is not None and namespaces is not None:
+            graph = graph.within(namespaces)
         seeds = dict(linked)
         for eid, weight in fact_seeds(facts, linked, graph, self._search.fact_weight).items():
             old, info = seeds.get(eid, (0.0, {"id": eid}))

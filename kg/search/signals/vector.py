@@ -17,8 +17,8 @@ from kg.search.signals.base import (
 
 class VectorSignal:
     """The chunk embedder's nearest chunks: in hybrid from the chunk vectors kept per process
-    (kg/search/chunk_vectors.py), ids and scores only; otherwise, or when they are too many
-    to keep or the search is scoped, from the vector index ``chunk_embedding``."""
+    (kg/search/chunk_vectors.py), ids and scores only, those in the scope when it has one;
+    otherwise, or when they are too many to keep, from the vector index ``chunk_embedding``."""
 
     template = "chunks_by_vector"
 
@@ -36,11 +36,12 @@ class VectorSignal:
             return SignalResult(chunks=[])
         # Alone, the index is one round trip with the texts; beside the graph signal, which
         # reads the graph's counts anyway, the kept vectors need none.
-        if query.linked_stamp is not None and scope.current() is None:
+        if query.linked_stamp is not None:
             stamp = await query.linked_stamp
             matrix = None if stamp is None else await self._kept.for_stamp(stamp)
-            if matrix is not None:
-                return SignalResult(chunks=id_hits(matrix.nearest(embedding, query.k)), texts=False)
+            if matrix is not None:  # scoped: the chunks in the scope
+                nearest = matrix.nearest(embedding, query.k, scope.current())
+                return SignalResult(chunks=id_hits(nearest), texts=False)
         result = await self._guard.run(
             "chunks_by_vector", ChunksByVectorParams.model_construct(embedding=embedding, k=query.k)
         )
