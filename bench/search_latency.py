@@ -42,9 +42,9 @@ MEDIAN_BOUND, P95_BOUND = 3.0, 6.0
 
 def measure(
     port: int, questions: list[str], modes: list[str], rounds: int
-) -> tuple[dict[tuple[str, str], list[float]], int]:
-    """Milliseconds per (mode, scope), the first round unmeasured; and how many (question,
-    mode) pairs the scoped search ranked differently from the unscoped one."""
+) -> tuple[dict[tuple[str, str], list[float]], dict[str, int]]:
+    """Milliseconds per (mode, scope), the first round unmeasured; and per mode, how many
+    questions the scoped search ranked differently from the unscoped one."""
     times: dict[tuple[str, str], list[float]] = {(m, s): [] for m in modes for s in SCOPES}
     differ: set[tuple[str, str]] = set()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
@@ -64,11 +64,14 @@ def measure(
                             times[mode, label].append(took)
                     if ranked["scoped"] != ranked["unscoped"]:
                         differ.add((question, mode))
-    return times, len(differ)
+    return times, {mode: sum(1 for _, m in differ if m == mode) for mode in modes}
 
 
-def report(name: str, times: dict[tuple[str, str], list[float]], differ: int) -> list[str]:
-    lines = [f"\n{name}: {differ} (question, mode) pairs ranked differently when scoped\n",
+def report(
+    name: str, times: dict[tuple[str, str], list[float]], differ: dict[str, int]
+) -> list[str]:
+    ranked = ", ".join(f"{mode} {n}" for mode, n in differ.items())
+    lines = [f"\n{name}; questions ranked differently when scoped: {ranked}\n",
              "| mode | scope | n | median ms | p95 ms | median / text | p95 / text | within |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (mode, label), values in times.items():

@@ -58,6 +58,7 @@ from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
+from kg.search.chunk_vectors import ChunkVectors
 from kg.search.entities import Entities, entity_detail
 from kg.search.fusion import confidence_weights, fuse_chunks, vector_floor
 from kg.search.models import (
@@ -130,6 +131,7 @@ class SearchService:
             chunk_embedder=chunk_embedder or make_chunk_embedder(settings.chunks),
             weights=weights,
             names=NameForms(self.guard),
+            chunk_vectors=ChunkVectors(self.guard, settings.chunks.embedding_dim),
         )
         self._signals: dict[str, Signal] = {
             name: build(self.context) for name, build in SIGNALS.items()

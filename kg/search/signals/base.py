@@ -26,6 +26,7 @@ from kg.errors import ConfigError
 from kg.languages import LanguageCode
 from kg.resolve import Embedder
 from kg.resolve.vectors import embed_queries
+from kg.search.chunk_vectors import ChunkVectors
 from kg.search.models import ChunkHit, SearchRequest
 from kg.search.names import NameForms, Stamp
 from kg.search.ranking import Ranked, Weights
@@ -53,6 +54,9 @@ class SignalContext:
     # The graph's counts, and the name forms read for them, shared by the signals: what
     # each keeps per process is read again when they move.
     names: NameForms
+    # The chunk vectors kept per process: the vector signal's nearest chunks in hybrid and the
+    # graph signal's passage restarts (one copy).
+    chunk_vectors: ChunkVectors
 
 
 class QuestionVectors:

@@ -134,6 +134,7 @@ class GraphSignal:
         self._names = context.names
         self._passage_graph = Passages(context.guard, context.settings.search.fanout)
         self._facts = Facts(context.guard, self._chunk_dim)
+        self._chunk_vectors = context.chunk_vectors
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -242,6 +243,13 @@ class GraphSignal:
         async def chunks() -> list[dict[str, Any]]:
             if not search.passage_reset:
                 return []
+            # as the facts: the kept vectors of the last search's counts (exact nearest, in
+            # the scope when scoped), else the vector index
+            stamp, _ = self._names.last()
+            matrix = await self._chunk_vectors.for_stamp(stamp or await self._names.counts())
+            if matrix is not None:
+                nearest = matrix.nearest(vector, search.passage_reset, scope.current())
+                return [{"id": cid, "score": score} for cid, score in nearest]
             params = ChunksByVectorParams.model_construct(embedding=vector, k=search.passage_reset)
             return by_score((await self._guard.run("chunks_by_vector", params)).rows)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from kg import scope
 from kg.cypher.params import ChunksByVectorParams
-from kg.search.chunk_vectors import ChunkVectors
 from kg.search.signals.base import (
     SignalContext,
     SignalQuery,
@@ -26,7 +25,7 @@ class VectorSignal:
         self._guard = context.guard
         self._embedder = context.chunk_embedder
         self._dim = context.settings.chunks.embedding_dim
-        self._kept = ChunkVectors(context.guard, self._dim)
+        self._kept = context.chunk_vectors
 
     async def search(self, query: SignalQuery) -> SignalResult:
         # The chunk embedder (WordLlama) is English-centric: it gets the English question.
