@@ -502,16 +502,12 @@ COUNTED_LINKS: LiteralString = (
 )
 
 # The linking filter's pages: names and aliases in id order (the entity_id constraint's index
-# serves the order and the seek past $after), one page per call; with what linking reads of a
-# hit (type, mention count: the stored degree) and what a scope filters by (the namespaces,
-# which namespace gave each alias), so that local search can foresee a question's links.
+# serves the order and the seek past $after), one page per call.
 NAME_PAGE: LiteralString = (
     "MATCH (e:Entity) WHERE e.id > $after\n"
     "WITH e ORDER BY e.id\n"
     "LIMIT $limit\n"
-    "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64], type: e.type,\n"
-    "       mentions: COUNT { (e)<-[:MENTIONS]-() }, namespaces: e.namespaces,\n"
-    "       alias_sources: e.alias_sources[..64]})[..$read_rows] AS rows"
+    "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
 )
 
 # One hop of the passage graph: chunks that mention each entity (at most $per_entity), and the

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kg.cypher.guard import Guard
@@ -37,82 +36,12 @@ MAX_AGE_S = 300.0
 Stamp = tuple[int, int, int]
 
 
-@dataclass(frozen=True)
-class Named:
-    """One entity as an ``entity_links`` row shows it, with its namespaces and which
-    namespace gave each alias (a scope sees an alias only when it gave it)."""
-
-    id: str
-    name: str
-    type: str | None
-    aliases: tuple[str, ...]
-    alias_sources: tuple[str | None, ...]
-    mentions: int
-    namespaces: frozenset[str]
-
-    def row(self, phrase: str, scope: Sequence[str] | None) -> dict[str, Any]:
-        aliases = self.aliases
-        if scope is not None:
-            aliases = tuple(a for a, s in zip(aliases, self.alias_sources, strict=False)
-                            if s in scope)  # fmt: skip
-        return {"id": self.id, "phrase": phrase, "name": self.name, "type": self.type,
-                "aliases": list(aliases), "mentions": self.mentions}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class NameIndex:
-    """Every name's and alias's form with the entities that have it: what lets local search
-    foresee a question's links before the fulltext index confirms them (the forecast is
-    checked, never trusted: kg/search/signals/graph.py)."""
-
-    by_form: Mapping[tuple[str, ...], tuple[tuple[Named, str | None], ...]]
-
-    def rows(self, phrase: tuple[str, ...], scope: Sequence[str] | None) -> list[dict[str, Any]]:
-        """``entity_links``-like rows of the entities whose name, or an alias the scope sees,
-        has the form ``phrase``; scoped, only entities in the scope."""
-        found: dict[str, dict[str, Any]] = {}
-        text = " ".join(phrase)
-        for named, source in self.by_form.get(phrase, ()):
-            if named.id in found:
-                continue
-            if scope is not None and (
-                not named.namespaces & set(scope) or (source is not None and source not in scope)
-            ):
-                continue
-            found[named.id] = named.row(text, scope)
-        return list(found.values())
-
-
-def _index(rows: Iterable[Mapping[str, Any]]) -> NameIndex:
-    by_form: dict[tuple[str, ...], list[tuple[Named, str | None]]] = {}
-    for row in rows:
-        aliases = tuple(str(a) for a in row.get("aliases") or [])
-        sources = tuple(None if s is None else str(s) for s in (row.get("alias_sources") or []))
-        named = Named(
-            id=str(row["id"]),
-            name=str(row.get("name") or ""),
-            type=None if row.get("type") is None else str(row["type"]),
-            aliases=aliases,
-            alias_sources=sources,
-            mentions=int(row.get("mentions") or 0),
-            namespaces=frozenset(str(n) for n in row.get("namespaces") or []),
-        )
-        if (value := form(named.name)) is not None:
-            by_form.setdefault(value, []).append((named, None))
-        for i, alias in enumerate(aliases):
-            if (value := form(alias)) is not None:
-                source = sources[i] if i < len(sources) else None
-                by_form.setdefault(value, []).append((named, source or ""))
-    return NameIndex({key: tuple(value) for key, value in by_form.items()})
-
-
 class NameForms:
     """The forms of every entity name and alias, refreshed when the graph's counts change."""
 
     def __init__(self, guard: Guard) -> None:
         self._guard = guard
         self._forms: frozenset[tuple[str, ...]] | None = None
-        self._index: NameIndex | None = None
         self._stamp: Stamp | None = None
         self._read_at = 0.0
         self._lock = asyncio.Lock()
@@ -129,20 +58,13 @@ class NameForms:
             return None, None
         return self._stamp, self._forms
 
-    def last_index(self) -> NameIndex | None:
-        """The entities by name form of the last reading (what :meth:`last` gives the forms
-        of); None before any, when stale, or when the graph has too many names."""
-        stamp, _ = self.last()
-        return self._index if stamp is not None else None
-
     async def for_stamp(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
         """The forms for a graph whose counts are ``stamp`` (read again if they moved)."""
         if self._fresh(stamp):
             return self._forms
         async with self._lock:
             if not self._fresh(stamp):
-                read = await self._read(stamp)
-                self._forms, self._index = read if read is not None else (None, None)
+                self._forms = await self._read(stamp)
                 self._stamp, self._read_at = stamp, time.monotonic()
         return self._forms
 
@@ -154,11 +76,10 @@ class NameForms:
         result = await self._guard.run("graph_counts", NoParams())
         return stamp_of(result.rows[0] if result.rows else {})
 
-    async def _read(self, stamp: Stamp) -> tuple[frozenset[tuple[str, ...]], NameIndex] | None:
+    async def _read(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
         if stamp[0] > MAX_NAMES:
             return None
         forms: set[tuple[str, ...]] = set()
-        rows: list[dict[str, Any]] = []
         after = ""
         for _ in range(MAX_NAMES // PAGE + 1):
             result = await self._guard.run(
@@ -166,10 +87,9 @@ class NameForms:
             )
             for row in result.rows:
                 forms.update(name_forms([row.get("name"), *(row.get("aliases") or [])]))
-            rows += result.rows
             # Rows come in id order, so a page the row cap cut short goes on after its last.
             if not result.rows or (len(result.rows) < PAGE and not result.truncated):
-                return frozenset(forms), await asyncio.to_thread(_index, rows)
+                return frozenset(forms)
             after = str(result.rows[-1]["id"])
         return None
 

@@ -335,28 +335,6 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     assert ran.count("graph_evidence") == 2
 
 
-def test_the_expansion_starts_from_the_foreseen_links_while_linking_asks_the_index(
-    graph: Driver, settings: Settings
-) -> None:
-    """Issue 41: with the names kept in memory, the relation expansion starts from the links
-    they foresee while linking asks the fulltext index (one round trip instead of two in a
-    row), and is used because linking names the same entities: one expansion, same answer."""
-
-    async def run(service: SearchService) -> tuple[SearchResponse, SearchResponse, list[str]]:
-        request = SearchRequest(query=TWO_HOPS, mode="graph", limit=5)
-        first = await service.local_search(request)  # reads the names
-        reads = record_reads(service)
-        second = await service.local_search(request)
-        return first, second, [name for name, _ in reads]
-
-    first, second, ran = with_service(settings, run)
-    assert ran.count("seed_expansion") == 1
-    assert ran.index("seed_expansion") < ran.index("counted_links")
-    assert [c.id for c in second.chunks] == [c.id for c in first.chunks]
-    assert [(e.id, e.score) for e in second.entities] == [(e.id, e.score) for e in first.entities]
-    assert {e.name for e in second.entities} >= {"Payment Service"}
-
-
 def test_the_router_asks_only_about_phrases_that_could_name_something(
     graph: Driver, settings: Settings
 ) -> None:

@@ -32,13 +32,12 @@ from kg.cypher.params import (
 )
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
-from kg.search.models import ChunkHit, SearchRequest
+from kg.search.models import ChunkHit
 from kg.search.names import Stamp, may_name, stamp_of
 from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.retrieval import (
     MAX_PHRASES,
-    Ngram,
     asked_types,
     longest_links,
     pagerank,
@@ -119,11 +118,6 @@ def _entity_node(entity_id: str) -> str:
     return "e:" + entity_id
 
 
-def _walk_order(walk: Mapping[str, tuple[float, Mapping[str, Any]]]) -> list[str]:
-    """The expansion's seeds: strongest first (its frontier cap keeps their neighbours)."""
-    return sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS]
-
-
 class GraphSignal:
     """Chunks by personalized PageRank from the entities the question names."""
 
@@ -195,15 +189,6 @@ class GraphSignal:
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows = await self._exact(list(lookups)) if lookups else []
-        return self._links_of(grams, lookups, exact_rows)
-
-    def _links_of(
-        self,
-        grams: Sequence[Ngram],
-        lookups: Mapping[tuple[str, ...], Sequence[tuple[str, ...]]],
-        exact_rows: Sequence[Mapping[str, Any]],
-    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int]]:
-        """The seeds and consumed word positions of ``entity_links`` rows (see _link)."""
         hits: dict[tuple[str, ...], list[str]] = {}
         info: dict[str, Mapping[str, Any]] = {}
         mentions: dict[str, int] = {}
@@ -220,24 +205,6 @@ class GraphSignal:
         consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
-
-    def _forecast(self, query: str) -> list[str] | None:
-        """The entities the question's names will link, strongest first, as the relation
-        expansion takes them, foreseen from the names kept in memory (NameIndex): the same
-        rules as :meth:`_link` over the same spellings. None when nothing is kept or nothing
-        would link. A forecast only: the expansion it starts is used when linking, through
-        the fulltext index, names exactly these entities in this order."""
-        index = self._names.last_index()
-        _, forms = self._names.last()
-        if index is None:
-            return None
-        grams = question_ngrams(query, self._search.link_max_words)
-        lookups = spellings(grams, MAX_PHRASES)
-        namespaces = scope.current()
-        rows = [row for spelling in may_name(list(lookups), forms)
-                for row in index.rows(spelling, namespaces)]  # fmt: skip
-        linked, _ = self._links_of(grams, lookups, rows)
-        return _walk_order(linked) or None
 
     async def _fuzzy(
         self, query: str, vectors: QuestionVectors
@@ -336,23 +303,9 @@ class GraphSignal:
         propagate, rank; see docs/search.md. The flag says whether the question named an
         entity or matched a fact (else the seeds are fuzzy candidates)."""
         req, k, vectors = query.request, query.k, query.vectors
-        # The relation expansion starts from the links foreseen in memory while linking asks
-        # the index: one round trip instead of two one after the other when they agree.
-        foreseen = self._forecast(link_text)
-        early = (
-            asyncio.ensure_future(self._guard.run("seed_expansion", self._expansion(req, foreseen)))
-            if foreseen
-            else None
+        (linked, consumed), (facts, dense) = await asyncio.gather(
+            self._link(link_text), self._anchors(question, vectors)
         )
-        try:
-            (linked, consumed), (facts, dense) = await asyncio.gather(
-                self._link(link_text), self._anchors(question, vectors)
-            )
-        except BaseException:
-            if early is not None:
-                early.cancel()
-                await asyncio.gather(early, return_exceptions=True)
-            raise
         stamp, _ = self._names.last()
         _tell_stamp(query, stamp)
         # The passage graph in memory is the whole graph's: a scoped search walks the part of it
@@ -369,8 +322,6 @@ class GraphSignal:
         if not seeds:
             seeds = await self._fuzzy(link_text, vectors)
         if not seeds:
-            if early is not None:
-                await asyncio.gather(early, return_exceptions=True)
             return Ranked(), [], named
         # Relations are walked from the names the question links (else from the fact seeds):
         # fact ends add rows to rank, not passages (those come from PageRank's restarts).
@@ -378,7 +329,20 @@ class GraphSignal:
         restarts = passage_restarts(
             dense, sum(w for w, _ in seeds.values()), self._search.passage_reset_weight
         )
-        expansion_call = self._expand(req, _walk_order(walk), foreseen, early)
+        expansion_call = self._guard.run(
+            "seed_expansion",
+            SeedExpansionParams.model_construct(
+                # strongest first: the frontier cap keeps their neighbours
+                entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],
+                depth=req.depth,
+                as_of=req.as_of or datetime.now(UTC),
+                relation_types=req.relation_types,
+                fanout=self._search.fanout,
+                frontier_cap=self._search.frontier_cap,
+                hub_degree=self._search.hub_degree,
+                limit=min(self._search.expansion_limit, self._search.row_cap),
+            ),
+        )
         if graph is None:  # too large to keep: the passages are read hop by hop
             # depth counts entity hops; the chunks of the last entities reached come too.
             expansion, (links, expanded) = await asyncio.gather(
@@ -400,38 +364,6 @@ class GraphSignal:
                 graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
             )
         return ranked, graph_chunks(best[: min(k, 1000)]), named
-
-    def _expansion(self, req: SearchRequest, entity_ids: list[str]) -> SeedExpansionParams:
-        return SeedExpansionParams.model_construct(
-            entity_ids=entity_ids,
-            depth=req.depth,
-            as_of=req.as_of or datetime.now(UTC),
-            relation_types=req.relation_types,
-            fanout=self._search.fanout,
-            frontier_cap=self._search.frontier_cap,
-            hub_degree=self._search.hub_degree,
-            limit=min(self._search.expansion_limit, self._search.row_cap),
-        )
-
-    async def _expand(
-        self,
-        req: SearchRequest,
-        entity_ids: list[str],
-        foreseen: list[str] | None,
-        early: asyncio.Future[Any] | None,
-    ) -> Any:
-        """The relation expansion from ``entity_ids``: the early one when it started from
-        exactly these (the forecast held), else a new one beside it (the early one is awaited
-        and dropped, never left running; cancelling a read would cost its connection)."""
-        if early is not None and foreseen == entity_ids:
-            return await early
-        result = self._guard.run("seed_expansion", self._expansion(req, entity_ids))
-        if early is None:
-            return await result
-        found, _ = await asyncio.gather(result, early, return_exceptions=True)
-        if isinstance(found, BaseException):
-            raise found
-        return found
 
     # Long on purpose: the subgraph's edges (mentions, relations, provenance) and restarts in
     # one numbering, so PageRank runs on integer arrays.
