@@ -10,7 +10,7 @@ through the same :class:`Embedder` protocol.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,11 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kg.errors import ResolutionError
-from kg.llm import EmbeddingsClient, LLMCallError, embeddings_client
 from kg.redact import public_url
-from kg.resolve.abbreviations import load_table
-from kg.resolve.e5 import E5Embedder
-from kg.resolve.normalize import Normalizer, phonetic
 from kg.resolve.vectors import Embedder, Vectors, normalize_rows
 from kg.resolve.wordllama import WordLlamaEmbedder
 
@@ -40,7 +36,11 @@ __all__ = [
     "normalize_rows",
 ]
 
+# The LLM seam, the e5 model and the name normalizer load when an embedder first needs them:
+# a search's embedders are built for every command, and most embed no entity name (issue 38).
 if TYPE_CHECKING:
+    from kg.llm import EmbeddingsClient
+    from kg.resolve.normalize import Normalizer
     from kg.settings import ChunkSettings, ResolveSettings
 
 _BATCH = 16_384
@@ -77,7 +77,16 @@ class HashingEmbedder:
 
     @cached_property
     def _normalizer(self) -> Normalizer:
+        from kg.resolve.abbreviations import load_table
+        from kg.resolve.normalize import Normalizer
+
         return Normalizer(load_table(self.abbreviations_file))
+
+    @cached_property
+    def _phonetic(self) -> Callable[[str], str]:
+        from kg.resolve.normalize import phonetic
+
+        return phonetic
 
     def prepare(self, text: str) -> str:
         """``AuthService`` -> ``#authentication#service#|#autentikation#servise#``.
@@ -86,7 +95,8 @@ class HashingEmbedder:
         ``Майкрософт`` and ``Microsoft`` share n-grams); ``|`` keeps n-grams from spanning both.
         """
         words = self._normalizer.words(text)
-        return "#" + "#".join(words) + "#|#" + "#".join(phonetic(w) for w in words) + "#"
+        key = self._phonetic
+        return "#" + "#".join(words) + "#|#" + "#".join(key(w) for w in words) + "#"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -159,6 +169,8 @@ class OpenAIEmbedder:
         )
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        from kg.llm import LLMCallError, embeddings_client
+
         if self._client is None:
             self._client = embeddings_client(self.base_url, self.api_key, self.timeout_s)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -201,6 +213,8 @@ def make_chunk_embedder(settings: ChunkSettings) -> Embedder:
     if settings.embedder == "hashing":
         return HashingEmbedder(settings.embedding_dim)
     if settings.embedder == "e5":
+        from kg.resolve.e5 import E5Embedder
+
         return E5Embedder()
     return WordLlamaEmbedder(settings.embedding_dim)
 

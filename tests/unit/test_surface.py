@@ -86,6 +86,12 @@ def test_every_type_in_a_public_signature_is_exported() -> None:
 
 
 def _modules_after(code: str) -> set[str]:
+    """The top-level packages loaded after ``code`` runs in a fresh interpreter."""
+    return {name.split(".")[0] for name in _loaded_after(code)}
+
+
+def _loaded_after(code: str) -> set[str]:
+    """Every module (full names) loaded after ``code`` runs in a fresh interpreter."""
     out = subprocess.run(
         [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
         cwd=REPO,
@@ -94,7 +100,7 @@ def _modules_after(code: str) -> set[str]:
         check=True,
         timeout=120,
     )
-    return {name.split(".")[0] for name in out.stdout.split()}
+    return set(out.stdout.split())
 
 
 def test_the_surface_imports_nothing_heavy_until_used() -> None:
@@ -106,6 +112,25 @@ def test_the_surface_imports_nothing_heavy_until_used() -> None:
         "AsyncKnowledgeGraph(Settings())\n"
     )
     assert sorted(loaded & set(HEAVY)) == []
+
+
+def test_a_search_service_loads_no_llm_e5_or_name_normalizer_until_one_is_used() -> None:
+    """Every command that searches builds both embedders (check_model reads their identity);
+    only an embedding of entity names needs the normalizer, only an endpoint the LLM seam."""
+    loaded = _loaded_after(
+        "from kg.settings import Settings\n"
+        "from kg.resolve.embed import make_chunk_embedder, make_embedder, embedder_identity\n"
+        "s = Settings()\n"
+        "embedder_identity(make_embedder(s.resolve))\n"
+        "embedder_identity(make_chunk_embedder(s.chunks))\n"
+    )
+    assert sorted(loaded & {"kg.llm", "kg.resolve.e5", "kg.resolve.normalize", "openai"}) == []
+    used = _loaded_after(
+        "from kg.settings import Settings\n"
+        "from kg.resolve.embed import make_embedder\n"
+        "make_embedder(Settings().resolve).embed(['AuthService'])\n"
+    )
+    assert "kg.resolve.normalize" in used
 
 
 def _cli_modules(args: list[str], home: Path) -> tuple[set[str], str]:
