@@ -398,6 +398,17 @@ def test_counted_links_keeps_its_links_to_the_scope(corpus: Corpus, driver: Driv
     _clean_of_beta(links)
     assert {r["name"] for r in links} >= {"AuthService", "PostgreSQL"}
     assert "Zephyrvault" in {r["name"] for r in everything if r["kind"] == "link"}
+    # beta's alias of AuthService ("Gateway Edge") links for beta and an unscoped caller only
+    alias = {"phrases": [["gateway", "edge"]]}
+    with KnowledgeGraph(corpus.settings) as graph:
+        for namespaces, expected in (
+            (["alpha"], set()),
+            (["beta"], {"AuthService"}),
+            (None, {"AuthService"}),
+        ):
+            rows = graph.run_template("counted_links", {**alias, "namespaces": namespaces}).rows
+            names = {r["name"] for r in rows if r["kind"] == "link"}
+            assert names == expected, (namespaces, names)
 
 
 # -- scoped keys: REST ---------------------------------------------------------------------------
