@@ -67,14 +67,16 @@ class Template:
     # False: it reads the whole graph whatever the scope (the per-process caches and counts
     # search keeps, filtered in memory by the scope).
     scoped: bool = True
-    # True: some of what it returns is the whole graph's (every unscoped template, and the
-    # counts counted_links reads beside its scoped links): a scoped caller may not run it by
-    # name; local search runs it for them and shows them only what lies in their scope.
-    whole_graph: bool = False
+    # True: scoped, but it also returns some of the whole graph (the counts counted_links
+    # reads beside its scoped links).
+    counts_whole_graph: bool = False
 
-    def __post_init__(self) -> None:
-        if not self.scoped and not self.whole_graph:
-            raise ValueError(f"template {self.name}: an unscoped template reads the whole graph")
+    @property
+    def whole_graph(self) -> bool:
+        """Some of what it returns is the whole graph's (every unscoped template, and
+        counted_links): a scoped caller may not run it by name; local search runs it for them
+        and shows them only what lies in their scope."""
+        return not self.scoped or self.counts_whole_graph
 
     def text_for(self, params: TemplateParams) -> LiteralString:
         return self.texts[params.variant()]
@@ -263,7 +265,6 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="chunk_page",
@@ -275,7 +276,6 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="graph_evidence",
@@ -324,7 +324,6 @@ TEMPLATES: tuple[Template, ...] = (
         texts=_one(render.CORPUS_LANGUAGES),
         row_cap=1,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="entity_links",
@@ -343,7 +342,7 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=10_001,
         packed=True,
         temporal=False,
-        whole_graph=True,
+        counts_whole_graph=True,
     ),
     Template(
         name="graph_counts",
@@ -354,7 +353,6 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=1,
         temporal=False,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="name_page",
@@ -366,7 +364,6 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="mention_page",
@@ -379,7 +376,6 @@ TEMPLATES: tuple[Template, ...] = (
         packed=True,
         temporal=False,
         scoped=False,
-        whole_graph=True,
     ),
     Template(
         name="passage_hop",

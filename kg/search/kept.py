@@ -22,6 +22,7 @@ from kg.cypher.params import TemplateParams
 from kg.search.names import MAX_AGE_S, Stamp
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 class Kept(Generic[T]):
@@ -85,8 +86,23 @@ class Kept(Generic[T]):
         return None
 
 
-#: Scopes whose row masks one kept value remembers (a tenant's searches reuse theirs).
+#: Scopes whose row masks (or views) one kept value remembers (a tenant's searches reuse theirs).
 MAX_SCOPES = 256
+
+
+def per_scope(
+    cache: dict[tuple[str, ...], V], scope: Sequence[str], make: Callable[[tuple[str, ...]], V]
+) -> V:
+    """``make(scope)`` once per scope (its namespaces in any order), at most
+    :data:`MAX_SCOPES` remembered."""
+    key = tuple(sorted(set(scope)))
+    found = cache.get(key)
+    if found is None:
+        found = make(key)
+        if len(cache) >= MAX_SCOPES:
+            cache.clear()
+        cache[key] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -115,19 +131,16 @@ class RowNamespaces:
 
     def mask(self, scope: Sequence[str]) -> npt.NDArray[np.bool_]:
         """The rows with a namespace in ``scope`` (remembered per scope; read-only)."""
-        key = tuple(sorted(set(scope)))
-        found = self._masks.get(key)
-        if found is None:
-            wanted = np.isin(np.array(self.names, dtype=object), np.array(key, dtype=object))
-            hit = wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=np.bool_)
-            rows = len(self.ptr) - 1
-            owner = np.repeat(np.arange(rows, dtype=np.int64), np.diff(self.ptr))
-            found = np.zeros(rows, dtype=np.bool_)
-            found[owner[hit]] = True
-            found.setflags(write=False)
-            if len(self._masks) >= MAX_SCOPES:
-                self._masks.clear()
-            self._masks[key] = found
+        return per_scope(self._masks, scope, self._mask)
+
+    def _mask(self, scope: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+        wanted = np.isin(np.array(self.names, dtype=object), np.array(scope, dtype=object))
+        hit = wanted[self.codes] if len(self.codes) else np.zeros(0, dtype=np.bool_)
+        rows = len(self.ptr) - 1
+        owner = np.repeat(np.arange(rows, dtype=np.int64), np.diff(self.ptr))
+        found = np.zeros(rows, dtype=np.bool_)
+        found[owner[hit]] = True
+        found.setflags(write=False)
         return found
 
 

@@ -58,6 +58,13 @@ class NameForms:
             return None, None
         return self._stamp, self._forms
 
+    async def last_stamp(self) -> Stamp:
+        """The counts of the last reading, else the graph's counts now: what is kept per
+        process is matched against the last search's counts (a write since counts from the
+        next search)."""
+        stamp, _ = self.last()
+        return stamp or await self.counts()
+
     async def for_stamp(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
         """The forms for a graph whose counts are ``stamp`` (read again if they moved)."""
         if self._fresh(stamp):

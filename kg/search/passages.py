@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import MentionPageParams
-from kg.search.kept import MAX_SCOPES, RowNamespaces
+from kg.search.kept import RowNamespaces, per_scope
 from kg.search.names import MAX_AGE_S, Stamp
 from kg.words import form
 
@@ -73,34 +73,28 @@ class PassageGraph:
         an entity's mention count is its count in the scope (what ``passage_hop`` reads for a
         scoped caller). A scope that holds every chunk's namespace gives this graph itself, so
         such a search ranks exactly as an unscoped one. Remembered per scope."""
-        key = tuple(sorted(set(scope)))
-        view = self._views.get(key)
-        if view is not None:
-            return view
-        keep = self.namespaces.mask(key)
+        return per_scope(self._views, scope, self._within)
+
+    def _within(self, scope: tuple[str, ...]) -> PassageGraph:
+        keep = self.namespaces.mask(scope)
         if keep.all():
-            view = self
-        else:
-            per_chunk = np.diff(self.chunk_ptr)
-            kept_links = np.repeat(keep, per_chunk)
-            kept_pairs = keep[self.entity_chunk]
-            entity_of = np.repeat(
-                np.arange(len(self.entity_ids), dtype=np.int64), np.diff(self.entity_ptr)
-            )
-            counts = np.bincount(entity_of[kept_pairs], minlength=len(self.entity_ids))
-            view = dataclasses.replace(
-                self,
-                chunk_ptr=_offsets(np.where(keep, per_chunk, 0)),
-                chunk_entity=self.chunk_entity[kept_links],
-                chunk_about=self.chunk_about[kept_links],
-                entity_ptr=_offsets(counts),
-                entity_chunk=self.entity_chunk[kept_pairs],
-                _views={},
-            )
-        if len(self._views) >= MAX_SCOPES:
-            self._views.clear()
-        self._views[key] = view
-        return view
+            return self
+        per_chunk = np.diff(self.chunk_ptr)
+        kept_links = np.repeat(keep, per_chunk)
+        kept_pairs = keep[self.entity_chunk]
+        entity_of = np.repeat(
+            np.arange(len(self.entity_ids), dtype=np.int64), np.diff(self.entity_ptr)
+        )
+        counts = np.bincount(entity_of[kept_pairs], minlength=len(self.entity_ids))
+        return dataclasses.replace(
+            self,
+            chunk_ptr=_offsets(np.where(keep, per_chunk, 0)),
+            chunk_entity=self.chunk_entity[kept_links],
+            chunk_about=self.chunk_about[kept_links],
+            entity_ptr=_offsets(counts),
+            entity_chunk=self.entity_chunk[kept_pairs],
+            _views={},
+        )
 
     @property
     def mentions(self) -> Ints:

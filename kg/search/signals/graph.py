@@ -233,8 +233,7 @@ class GraphSignal:
             if not search.fact_seeds:
                 return []
             # the counts of the last search: a fact written since is matched from the next one
-            stamp, _ = self._names.last()
-            matrix = await self._facts.for_stamp(stamp or await self._names.counts())
+            matrix = await self._facts.for_stamp(await self._names.last_stamp())
             if matrix is not None:  # scoped: the facts with a namespace in the scope
                 return matrix.nearest(vector, search.fact_seeds, scope.current())
             params = FactsByVectorParams.model_construct(embedding=vector, k=search.fact_seeds)
@@ -245,8 +244,7 @@ class GraphSignal:
                 return []
             # as the facts: the kept vectors of the last search's counts (exact nearest, in
             # the scope when scoped), else the vector index
-            stamp, _ = self._names.last()
-            matrix = await self._chunk_vectors.for_stamp(stamp or await self._names.counts())
+            matrix = await self._chunk_vectors.for_stamp(await self._names.last_stamp())
             if matrix is not None:
                 nearest = matrix.nearest(vector, search.passage_reset, scope.current())
                 return [{"id": cid, "score": score} for cid, score in nearest]
