@@ -16,19 +16,14 @@ import pytest
 
 from kg.cypher import admission
 from kg.cypher.admission import current_client
-from kg.cypher.params import NoParams
-from kg.cypher.templates import REGISTRY, Template
+from kg.cypher.templates import REGISTRY
 from kg.errors import QueryTimeout
 from kg.search.service import SearchService
 from kg.settings import Settings
+from tests.burn import burn_template, stop_burns
 from tests.graphdata import tuned, with_service
 
-_BURN = "UNWIND range(1, 2000000000) AS x WITH x WHERE x % 7919 = 7920 RETURN count(x) AS n"
-SLOW = Template(name="slow", description="test only: busy until the timeout",
-                params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
-SLOW_HEAVY = Template(name="slow_heavy", description="test only: heavy and busy",
-                      params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
-REG = REGISTRY.with_templates(SLOW, SLOW_HEAVY)
+REG = REGISTRY.with_templates(burn_template("slow"), burn_template("slow_heavy"))
 # Without fairness the cheap call gets a slot only when a flood call's QUERY_TIMEOUT_S frees
 # one. So the test asks whether every flood call was still running when the cheap calls had
 # their answers, not how many seconds they took: a loaded machine slows both alike.
@@ -75,7 +70,8 @@ async def _flood_then_measure(
     for task in flood:
         task.cancel()
     results = await asyncio.gather(*flood, return_exceptions=True)
-    await asyncio.sleep(QUERY_TIMEOUT_S)  # the server stops what was cancelled client-side
+    # The server would count on to its timeout what was cancelled client-side: stop it.
+    await asyncio.to_thread(stop_burns, service.settings)
     assert all(r.rows == [] for r in cheap)
     return ended, results
 

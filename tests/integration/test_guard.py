@@ -26,6 +26,7 @@ from kg.localserver import free_port
 from kg.search.models import SearchRequest
 from kg.search.service import SearchService
 from kg.settings import Settings
+from tests.burn import burn_template
 from tests.graphdata import counts, tuned, with_service, write_test_graph
 
 HOSTILE = [
@@ -334,16 +335,7 @@ async def _prepared(service: SearchService, params: NeighborhoodParams) -> Prepa
     return service.guard.prepare("entity_neighborhood", params)
 
 
-SLOW = Template(
-    name="slow",
-    description="test only: a read that keeps the CPU busy for minutes",
-    params=NoParams,
-    texts={
-        "default": "UNWIND range(1, 2000000000) AS x WITH x WHERE x % 7919 = 7920 "
-        "RETURN count(x) AS n"
-    },
-    row_cap=1,
-)
+SLOW = burn_template("slow")  # a read that keeps the CPU busy for minutes
 
 
 def test_a_slow_query_is_stopped_by_the_timeout(driver: Driver, settings: Settings) -> None:

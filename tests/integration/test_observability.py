@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,17 @@ def _named(spans: Sequence[ReadableSpan], name: str) -> list[ReadableSpan]:
     return [s for s in spans if s.name == name]
 
 
+def _finished_with(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
+    """The finished spans once one is ``name``: the request span ends after its response's
+    last byte is sent, so the client can read the answer a moment before it ends."""
+    deadline = time.monotonic() + 10
+    while not _named(found := exporter.get_finished_spans(), name):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    return list(found)
+
+
 def _parent(span: ReadableSpan, spans: Sequence[ReadableSpan]) -> ReadableSpan | None:
     if span.parent is None:
         return None
@@ -92,7 +104,7 @@ def test_the_span_tree_of_a_search_continues_the_callers_trace(
         headers={"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01"},
     )
     assert answer.status_code == 200, answer.text
-    found = spans.get_finished_spans()
+    found = _finished_with(spans, "kg.request")
     (request,) = _named(found, "kg.request")
     assert f"{request.context.trace_id:032x}" == TRACE_ID
     assert request.parent is not None

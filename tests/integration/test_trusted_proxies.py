@@ -21,18 +21,15 @@ from litestar import Litestar
 from neo4j import AsyncDriver, Driver
 
 from api.app import create_app
-from kg.cypher.params import NoParams
-from kg.cypher.templates import REGISTRY, Template
+from kg.cypher.templates import REGISTRY
 from kg.resolve import make_embedder
 from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.apiserver import LiveServer, api_settings
+from tests.burn import burn_template
 
-_BURN = "UNWIND range(1, 2000000000) AS x WITH x WHERE x % 7919 = 7920 RETURN count(x) AS n"
-SLOW = Template(name="slow", description="test only: busy until the timeout",
-                params=NoParams, texts={"default": _BURN}, row_cap=1)  # fmt: skip
-REG = REGISTRY.with_templates(SLOW)
-QUERY_TIMEOUT_S = 6.0
+REG = REGISTRY.with_templates(burn_template("slow"))
+QUERY_TIMEOUT_S = 4.0  # the slow read holds its slot this long: past the two cheap asks at 1.5 s
 QUEUE_TIMEOUT_S = 1.0
 HOLDER, OTHER = "127.0.0.5", "127.0.0.6"
 
