@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import time
 
-from neo4j import GraphDatabase
-
 from kg.cypher.params import NoParams
 from kg.cypher.templates import Template
+from kg.graph.driver import open_driver
 from kg.settings import Settings
 
-BURN = "UNWIND range(1, 2000000000) AS x WITH x WHERE x % 7919 = 7920 RETURN count(x) AS n"
+_MARKER = "x % 7919 = 7920"  # never true: the read counts to the end or to its timeout
+BURN = f"UNWIND range(1, 2000000000) AS x WITH x WHERE {_MARKER} RETURN count(x) AS n"
+# The marker is a parameter, so this query's own text does not match it.
 _RUNNING = (
     "SHOW TRANSACTIONS YIELD transactionId AS id, currentQuery AS q "
-    "WHERE q CONTAINS $marker AND NOT q STARTS WITH 'SHOW' RETURN collect(id) AS ids"
+    "WHERE q CONTAINS $marker RETURN collect(id) AS ids"
 )
 
 
@@ -28,19 +29,13 @@ def burn_template(name: str) -> Template:
                     params=NoParams, texts={"default": BURN}, row_cap=1)  # fmt: skip
 
 
-def stop_burns(settings: Settings, *, within_s: float = 30.0) -> int:
-    """Terminate every burning read on the test server and wait until none runs; how many
-    were running. A read that ends on its own meanwhile is simply gone."""
-    auth = (settings.neo4j.username, settings.neo4j.password.get_secret_value())
+def stop_burns(settings: Settings, *, within_s: float = 30.0) -> None:
+    """Terminate every burning read on the test server and wait until none runs. A read
+    that ends on its own meanwhile is simply gone."""
     db = settings.neo4j.database
-    stopped = 0
     deadline = time.monotonic() + within_s
-    with GraphDatabase.driver(settings.neo4j.uri, auth=auth) as driver:
-        while True:
-            ids = driver.execute_query(_RUNNING, marker="% 7919", database_=db).records[0]["ids"]
-            if not ids:
-                return stopped
+    with open_driver(settings.neo4j) as driver:
+        while ids := driver.execute_query(_RUNNING, marker=_MARKER, database_=db).records[0]["ids"]:
             assert time.monotonic() < deadline, f"burning reads still running: {ids}"
             driver.execute_query("TERMINATE TRANSACTIONS $ids", ids=ids, database_=db)
-            stopped = max(stopped, len(ids))
             time.sleep(0.1)
