@@ -53,7 +53,8 @@ from kg.cypher.params import (
 )
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, ScopeDenied, only_sent
-from kg.languages import LANGUAGES, LanguageCode, detect
+from kg.glossary import gloss
+from kg.languages import LANGUAGES, LanguageCode, detect, index_weights
 from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
 from kg.resolve.embed import make_chunk_embedder
@@ -140,7 +141,7 @@ class SearchService:
         self._translator = Translator(settings) if settings.search.translate else None
         rerank = settings.search.rerank
         self._reranker = Reranker(rerank) if rerank.enabled else None
-        self._languages: tuple[float, tuple[LanguageCode, ...]] = (-math.inf, ())
+        self._languages: tuple[float, dict[LanguageCode, int]] = (-math.inf, {})
 
     # -- start-up (kg.search.startup) ------------------------------------------------------
 
@@ -249,6 +250,11 @@ class SearchService:
         )
         # hybrid runs every registered signal; any other mode the signal of its name.
         names = list(self._signals) if req.mode == "hybrid" else [req.mode]
+        dense_text = (
+            await self._dense_text(req.query)
+            if "vector" in names and "en" not in translated
+            else None
+        )
         query = SignalQuery(
             request=req,
             k=n,
@@ -257,6 +263,7 @@ class SearchService:
                 code: " ".join([t.text, *t.entities])[:MAX_TEXT_CHARS]
                 for code, t in translated.items()
             },
+            dense_text=dense_text,
             linked_stamp=(
                 asyncio.get_running_loop().create_future()
                 if {"graph", "vector"} <= set(names)
@@ -410,15 +417,36 @@ class SearchService:
         return found, None
 
     async def _corpus_languages(self) -> tuple[LanguageCode, ...]:
-        """Languages that have chunks, cached for ``search.relation_types_ttl_s``."""
-        loaded_at, languages = self._languages
+        """Languages that have chunks."""
+        counts = await self._corpus_counts()
+        return tuple(lang.code for lang in LANGUAGES if counts.get(lang.code, 0) > 0)
+
+    async def _corpus_counts(self) -> dict[LanguageCode, int]:
+        """How many chunks each language has in the whole graph (the count store), cached for
+        ``search.relation_types_ttl_s``."""
+        loaded_at, counts = self._languages
         if time.monotonic() - loaded_at < self._search.relation_types_ttl_s:
-            return languages
+            return counts
         result = await self.guard.run("corpus_languages", NoParams())
         row = result.rows[0] if result.rows else {}
-        found = tuple(lang.code for lang in LANGUAGES if int(row.get(lang.code) or 0) > 0)
-        self._languages = (time.monotonic(), found)
-        return found
+        counts = {lang.code: int(row.get(lang.code) or 0) for lang in LANGUAGES}
+        self._languages = (time.monotonic(), counts)
+        return counts
+
+    async def _dense_text(self, query: str) -> str | None:
+        """A question written mostly in Cyrillic with its English gloss (kg.glossary) after it,
+        when the corpus is mostly English: the chunk embedder (WordLlama) reads English, and
+        the gloss is what it can read of the question. Over a mostly Russian corpus it reads
+        the question as written: the gloss pulled it towards the few English chunks there
+        (docs/search.md, "Languages"). None: the question as written."""
+        weights = index_weights(query)
+        if weights["ru"] <= weights["en"]:
+            return None
+        counts = await self._corpus_counts()
+        if counts.get("en", 0) < counts.get("ru", 0):
+            return None
+        glossed = gloss(query, "en")
+        return " ".join([query, *glossed]) if glossed else None
 
     def _check(self, req: SearchRequest) -> None:
         """Settings may be stricter than the request model's own bounds."""

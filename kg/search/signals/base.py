@@ -94,6 +94,9 @@ class SignalQuery:
     k: int  # chunks to return
     # The question in the corpus's other languages (translation and its names), by language.
     translations: Mapping[LanguageCode, str]
+    # What the chunk embedder reads when no English translation is given: the question, or a
+    # Russian question with its English gloss over a mostly English corpus (the service).
+    dense_text: str | None = None
     vectors: QuestionVectors = field(default_factory=QuestionVectors)
     # Set by the service when the graph signal runs in this search too: it resolves to the
     # graph's counts as linking read them (None: not read), so the vector signal needs no

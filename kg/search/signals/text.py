@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS, ChunksByTextParams
+from kg.glossary import gloss
 from kg.languages import LanguageCode, index_weights
 from kg.resolve.normalize import transliterate
 from kg.search.fusion import fuse_chunks
@@ -34,9 +35,10 @@ class TextSignal:
         """Lucene BM25 over chunk text and document title in each language's index, the
         rankings fused by how much of the question each language's script holds
         (:func:`kg.languages.index_weights`). ``texts`` gives a language its own text (a
-        translation); without one, the English index gets a Russian question transliterated as
-        well, and its transliterated stems as fuzzy terms
-        (:func:`kg.search.retrieval.cognate_stems`), so ``Теслы`` meets ``Tesla``."""
+        translation); without one, the English index gets a Russian question with its gloss
+        (:func:`kg.glossary.gloss`: «белок» -> protein), its transliteration, and its
+        transliterated stems as fuzzy terms (:func:`kg.search.retrieval.cognate_stems`), so
+        ``Теслы`` meets ``Tesla``; the Russian index gets an English question with its gloss."""
         if not escape_lucene(query):
             return []
         # A translation with its names, or a question with its transliteration, may outgrow
@@ -47,8 +49,11 @@ class TextSignal:
             weights[code] = 1.0
         fuzzy: dict[LanguageCode, list[str]] = {}
         if "en" not in texts and weights["ru"] > weights["en"]:
-            texts["en"] = f"{query} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
+            glossed = " ".join(gloss(query, "en"))
+            texts["en"] = f"{query} {glossed} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
             fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
+        elif "ru" not in texts and weights["en"] > weights["ru"]:
+            texts["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
         result = await self._guard.run(
             "chunks_by_text",
             ChunksByTextParams.model_construct(text=query, texts=texts, fuzzy=fuzzy, k=k),

@@ -28,8 +28,10 @@ class VectorSignal:
         self._kept = context.chunk_vectors
 
     async def search(self, query: SignalQuery) -> SignalResult:
-        # The chunk embedder (WordLlama) is English-centric: it gets the English question.
-        text = query.translations.get("en", query.request.query)
+        # The chunk embedder (WordLlama) is English-centric: it gets the English question, or
+        # a Russian question with its English gloss (kg.glossary) when the corpus is mostly
+        # English.
+        text = query.translations.get("en") or query.dense_text or query.request.query
         embedding = await query.vectors.get(self._embedder, text, self._dim)
         if embedding is None:
             return SignalResult(chunks=[])

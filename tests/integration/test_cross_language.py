@@ -1,0 +1,97 @@
+"""A question in one language finds a document written only in the other, offline, with the
+defaults, through REST: the glossary (kg.glossary) carries the question's words across
+(docs/search.md, "Languages")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from neo4j import Driver
+
+from api.app import create_app
+from kg.client import KnowledgeGraph
+from kg.resolve.normalize import transliterate
+from kg.settings import Settings
+from kg.words import words
+from tests.apiserver import LiveServer, api_settings, verified_once_factory
+
+ENGLISH = {
+    "trains.md": "# Night trains\n\nThe night train leaves the central station at midnight "
+    "and reaches the coast by morning.\n",
+    "church.md": "# The old church\n\nThe old church on the hill was built in the twelfth "
+    "century by local masons.\n",
+    "power.md": "# Winter power bills\n\nHeating and lighting run all day when it is cold, so "
+    "the bills are higher.\n",
+    "lungs.md": "# Lung disease\n\nPneumonia is a disease that inflames the air sacs of the "
+    "lungs.\n",
+}
+RUSSIAN = {
+    "поезда.md": "# Ночные поезда\n\nНочной поезд уходит с центрального вокзала в полночь и к "
+    "утру прибывает на побережье.\n",
+    "церковь.md": "# Старая церковь\n\nСтарую церковь на холме построили в двенадцатом веке "
+    "местные каменщики.\n",
+    "лёгкие.md": "# Болезни лёгких\n\nПневмония воспаляет альвеолы лёгких.\n",
+}
+
+
+@pytest.fixture
+def corpus(clean_graph: Driver, tmp_path: Path) -> Path:
+    """A folder for the test's documents, on an empty graph."""
+    return tmp_path
+
+
+def _serve(settings: Settings) -> LiveServer:
+    app = create_app(
+        api_settings(settings, require_auth=False), service_factory=verified_once_factory
+    )
+    return LiveServer(app)
+
+
+def _files(found: dict[str, object]) -> list[str]:
+    chunks = found["chunks"]
+    assert isinstance(chunks, list)
+    return list(dict.fromkeys(str(c["document_path"]) for c in chunks))
+
+
+def _shares_nothing(question: str, text: str) -> bool:
+    """No word of the question, as written or transliterated, is a word of the text."""
+    asked = set(words(question)) | set(words(transliterate(question.casefold())))
+    return not asked & set(words(text))
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Когда отправляется ночной поезд?", "trains.md"),
+        ("Какая болезнь поражает лёгкие?", "lungs.md"),
+    ],
+    ids=["night-train", "lung-disease"],
+)
+def test_a_russian_question_finds_an_english_only_document_through_rest(
+    corpus: Path, settings: Settings, question: str, expected: str
+) -> None:
+    for name, text in ENGLISH.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    assert _shares_nothing(question, ENGLISH[expected])
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(corpus, graph="metadata")
+    with _serve(settings) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        for mode in ("text", "hybrid"):
+            resp = http.post("/search/local", json={"query": question, "mode": mode, "limit": 5})
+            assert resp.status_code == 200, resp.text
+            assert expected in _files(resp.json())[:3], (mode, resp.json()["chunks"])
+
+
+def test_an_english_question_finds_a_russian_only_document(
+    corpus: Path, settings: Settings
+) -> None:
+    for name, text in RUSSIAN.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    question = "Which disease affects the lungs?"
+    assert _shares_nothing(question, RUSSIAN["лёгкие.md"])
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(corpus, graph="metadata")
+        hits = graph.search(question, mode="text", limit=5).chunks
+    assert [h.document_path for h in hits][:1] == ["лёгкие.md"]
