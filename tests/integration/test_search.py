@@ -135,9 +135,14 @@ def test_text_mode_finds_words_in_text_and_title_in_any_script(
     assert response.chunks[0].id == "c-pay-2"
     # Russian text is found by its words, and a chunk by its document's title.
     russian = _search(settings, query="команда финансов", mode="text")
-    assert [c.id for c in russian.chunks] == ["c-ru-1"]
+    # The Russian chunk first; the English one on the finance team after it, through the
+    # question's English gloss (команда -> team, финансов -> finance: kg.glossary).
+    assert [c.id for c in russian.chunks] == ["c-ru-1", "c-pay-2"]
     title = _search(settings, query="Платежи", mode="text")
-    assert [c.id for c in title.chunks] == ["c-ru-1"]
+    found = [c.id for c in title.chunks]
+    assert found[0] == "c-ru-1"
+    # then the English chunks of the payments document (платежи -> payment, through the gloss)
+    assert found[1:] and all(cid.startswith("c-pay-") for cid in found[1:])
     assert _search(settings, query="???", mode="text").chunks == []
 
 
