@@ -142,7 +142,8 @@ def test_text_mode_finds_words_in_text_and_title_in_any_script(
     found = [c.id for c in title.chunks]
     assert found[0] == "c-ru-1"
     # then the English chunks of the payments document (платежи -> payment, through the gloss)
-    assert found[1:] and all(cid.startswith("c-pay-") for cid in found[1:])
+    assert found[1:]
+    assert all(cid.startswith("c-pay-") for cid in found[1:])
     assert _search(settings, query="???", mode="text").chunks == []
 
 
