@@ -448,7 +448,6 @@ class SearchService:
             return None
         glossed = gloss(query, "en")
         return " ".join(glossed) if glossed else None
-        return (" ".join(glossed) if v else " ".join([query, *glossed])) if glossed else None
 
     def _check(self, req: SearchRequest) -> None:
         """Settings may be stricter than the request model's own bounds."""
