@@ -434,12 +434,13 @@ class SearchService:
         return counts
 
     async def _dense_text(self, query: str) -> str | None:
-        """For a question written mostly in Cyrillic, its English gloss (kg.glossary) when the
-        corpus is mostly English: the chunk embedder (WordLlama) reads English, and the gloss
-        is what it can read of the question (the gloss alone embedded better than the question
-        with it: XQuAD ru->en dense R@5 71.4 against 66.8). Over a mostly Russian corpus it
-        reads the question as written: the gloss pulled it towards the few English chunks there
-        (docs/search.md, "Languages"). None: the question as written."""
+        """For a question written mostly in Cyrillic, its English gloss (kg.glossary), when the
+        chunk embedder is WordLlama (it reads English; the gloss alone embedded better than the
+        question with it: XQuAD ru->en dense R@5 71.4 against 66.8) and the corpus is mostly
+        English (over a mostly Russian one the gloss pulled it towards the few English chunks:
+        docs/search.md, "Languages"). None: the question as written."""
+        if self.settings.chunks.embedder != "wordllama":  # e5 or a served model reads Russian
+            return None
         weights = index_weights(query)
         if weights["ru"] <= weights["en"]:
             return None
