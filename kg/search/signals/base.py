@@ -94,8 +94,8 @@ class SignalQuery:
     k: int  # chunks to return
     # The question in the corpus's other languages (translation and its names), by language.
     translations: Mapping[LanguageCode, str]
-    # What the chunk embedder reads when no English translation is given: the question, or a
-    # Russian question with its English gloss over a mostly English corpus (the service).
+    # What the chunk embedder reads when no English translation is given, instead of the
+    # question: a Russian question's English gloss (SearchService._dense_text); None: the question.
     dense_text: str | None = None
     vectors: QuestionVectors = field(default_factory=QuestionVectors)
     # Set by the service when the graph signal runs in this search too: it resolves to the

@@ -28,9 +28,8 @@ class VectorSignal:
         self._kept = context.chunk_vectors
 
     async def search(self, query: SignalQuery) -> SignalResult:
-        # The chunk embedder (WordLlama) is English-centric: it gets the English question, or
-        # a Russian question with its English gloss (kg.glossary) when the corpus is mostly
-        # English.
+        # The chunk embedder (WordLlama) is English-centric: it gets the English translation,
+        # else the service's dense text (a Russian question's English gloss), else the question.
         text = query.translations.get("en") or query.dense_text or query.request.query
         embedding = await query.vectors.get(self._embedder, text, self._dim)
         if embedding is None:
