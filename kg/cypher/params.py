@@ -399,6 +399,15 @@ class NamePageParams(TemplateParams):
     limit: int = Field(2000, ge=1, le=MAX_ROWS)
 
 
+class RelationPageParams(TemplateParams):
+    """One page of the relation graph, by entity id after ``after``: each entity's degree and
+    outgoing relations to entities (the per-process relation graph, kg.search.relations)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(500, ge=1, le=MAX_ROWS)
+    per_entity: int = Field(2000, ge=1, le=10_000)
+
+
 class FactsByVectorParams(TemplateParams):
     """The facts (relations as text) nearest to the question's chunk embedding."""
 

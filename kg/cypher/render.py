@@ -510,6 +510,39 @@ NAME_PAGE: LiteralString = (
     "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
 )
 
+
+def _temporal_kind(value: LiteralString) -> LiteralString:
+    """Which of the shapes ``_bound`` compares ``value`` has: 0 none, 1 date, 2 zoned and 3
+    local datetime, 4 text, 5 another (compares false). The rows carry temporals as ISO text,
+    where a date and a text look alike."""
+    return (
+        "CASE WHEN " + value + " IS NULL THEN 0 WHEN " + value + " IS :: DATE THEN 1"
+        " WHEN " + value + " IS :: ZONED DATETIME THEN 2"
+        " WHEN " + value + " IS :: LOCAL DATETIME THEN 3"
+        " WHEN " + value + " IS :: STRING THEN 4 ELSE 5 END"
+    )
+
+
+# The per-process relation graph (kg/search/relations.py): entities in id order with their
+# degree (every relationship, as the expansion's hub test counts it) and their outgoing relations
+# to entities, at most $per_entity each (one more says the entity has too many to keep).
+RELATION_PAGE: LiteralString = (
+    "MATCH (e:Entity) WHERE e.id > $after\n"
+    "WITH e ORDER BY e.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: e.id, name: e.name, type: e.type, namespaces: e.namespaces,\n"
+    "       degree: COUNT { (e)--() },\n"
+    "       out: COLLECT { MATCH (e)-[r]->(t:Entity)\n"
+    "                      RETURN {to: t.id, predicate: r.predicate, weight: r.weight,\n"
+    "                              valid_from: r.validFrom, valid_to: r.validTo,\n"
+    "                              from_kind: " + _temporal_kind("r.validFrom") + ",\n"
+    "                              to_kind: " + _temporal_kind("r.validTo") + ",\n"
+    "                              namespaces: r.namespaces, description: r.description,\n"
+    "                              description_source: r.description_source,\n"
+    "                              chunk_ids: r.chunk_ids}\n"
+    "                      LIMIT $per_entity + 1 }})[..$read_rows] AS rows"
+)
+
 # One hop of the passage graph: chunks that mention each entity (at most $per_entity), and the
 # entities each of those chunks mentions (at most $per_chunk) with their mention counts; names
 # and titles tell which chunks are about an entity (their document is titled with its name).

@@ -37,6 +37,7 @@ from kg.cypher.params import (
     NoParams,
     PassageHopParams,
     PathsBetweenParams,
+    RelationPageParams,
     RelationsValidAtParams,
     SeedExpansionParams,
     TemplateParams,
@@ -375,6 +376,17 @@ TEMPLATES: tuple[Template, ...] = (
         row_cap=10_000,
         packed=True,
         temporal=False,
+        scoped=False,
+    ),
+    Template(
+        name="relation_page",
+        description="A page of the relation graph in entity id order, after a given id: each "
+        "entity's name, type, namespaces and degree, and its relations to entities; local "
+        "search keeps the whole graph per process and graph change.",
+        params=RelationPageParams,
+        texts=_one(render.RELATION_PAGE),
+        row_cap=10_000,
+        packed=True,
         scoped=False,
     ),
     Template(

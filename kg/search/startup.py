@@ -8,7 +8,6 @@ search latency" and "First search").
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from neo4j import AsyncDriver
@@ -20,8 +19,10 @@ from kg.errors import ConfigError, KGError
 from kg.graph.meta import check_current_async
 from kg.resolve import Embedder
 from kg.resolve.embed import embedder_identity
-from kg.search.models import DEPTHS, SearchMode, SearchRequest
-from kg.search.signals.graph import CANDIDATES_PER_SEED, MAX_SEEDS
+from kg.search.models import SearchMode, SearchRequest
+from kg.search.relations import PAGE as RELATION_PAGE
+from kg.search.relations import PER_ENTITY
+from kg.search.signals.graph import CANDIDATES_PER_SEED
 from kg.settings import SearchSettings
 
 if TYPE_CHECKING:
@@ -138,7 +139,9 @@ _WARM_SEARCHES: tuple[tuple[int, SearchMode], ...] = ((2, "graph"), (3, "graph")
 def warm_up_calls(
     search: SearchSettings, entity_dim: int, chunk_dim: int
 ) -> list[tuple[str, dict[str, Any]]]:
-    """One call per search template and list-size bucket, with the types searches send."""
+    """One call per search template and list-size bucket, with the types searches send.
+    ``seed_expansion`` is not among them: search expands in memory (kg.search.relations),
+    and only a graph too large to keep plans it, at its first search."""
     calls: list[tuple[str, dict[str, Any]]] = [
         ("entity_seeds", {"embedding": [1.0] * entity_dim, "text": "kg",
                           "k": search.seeds * CANDIDATES_PER_SEED}),
@@ -147,6 +150,7 @@ def warm_up_calls(
         ("graph_counts", {}),
         ("name_page", {"after": "", "limit": 2000}),
         ("mention_page", {"after": "", "limit": 2000, "per_chunk": search.fanout}),
+        ("relation_page", {"after": "", "limit": RELATION_PAGE, "per_entity": PER_ENTITY}),
         ("fact_page", {"after": "", "limit": 1000}),
         ("chunk_page", {"after": "", "limit": 2000}),
         ("facts_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.fact_seeds or 5}),
@@ -155,14 +159,6 @@ def warm_up_calls(
         ids = [f"kg-warm-up-{i}" for i in range(size)]
         calls.append(("entity_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
         calls.append(("counted_links", {"phrases": [["kg"]] * size, "per_phrase": 5}))
-        calls += [
-            ("seed_expansion", {"entity_ids": ids[:MAX_SEEDS], "depth": depth,
-                                "as_of": datetime.now(UTC), "fanout": search.fanout,
-                                "frontier_cap": search.frontier_cap,
-                                "hub_degree": search.hub_degree,
-                                "limit": min(search.expansion_limit, search.row_cap)})
-            for depth in DEPTHS
-        ]  # fmt: skip
         hop = {"entity_ids": ids, "per_entity": search.passages_per_entity,
                "per_chunk": search.fanout, "limit": search.row_cap}  # fmt: skip
         calls.append(("passage_hop", hop))

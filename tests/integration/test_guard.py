@@ -76,10 +76,12 @@ def test_startup_runs_real_searches_without_translating(graph: Driver, settings:
         return at_startup, translated_at_startup, len(asked)
 
     calls, translated, translated_after = with_service(settings, start)
-    # the passage graph is read once (mention_page), not hop by hop (passage_hop)
-    assert {"entity_seeds", "chunks_by_vector", "entity_links", "seed_expansion",
+    # the passage and relation graphs are read once (mention_page, relation_page), not hop by
+    # hop (passage_hop, seed_expansion)
+    assert {"entity_seeds", "chunks_by_vector", "entity_links", "relation_page",
             "mention_page", "chunks_by_text"} <= set(calls)  # fmt: skip
     assert "passage_hop" not in calls
+    assert "seed_expansion" not in calls
     assert (translated, translated_after) == (0, 1)  # an ordinary search does ask
     assert with_service(settings, lambda s: s.warm_searches()) == 3
 

@@ -224,6 +224,8 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
           "limit": 10_000}),
         ("name_page", "name_page", {"after": "", "limit": 10_000}),
         ("mention_page", "mention_page", {"after": "", "limit": 10_000, "per_chunk": 200}),
+        ("relation_page", "relation_page",
+         {"after": "", "limit": 10_000, "per_entity": 10_000}),
         ("fact_page", "fact_page", {"after": "", "limit": 5000}),
         ("chunk_page", "chunk_page", {"after": "", "limit": 5000}),
         ("facts_by_vector", "facts_by_vector", {"embedding": embedding, "k": 100}),

@@ -56,6 +56,7 @@ PINNED = {
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "87ba14e3f9ebc1ee",
     ("mention_page", "default"): "b1e4dc1142739b8d",
+    ("relation_page", "default"): "eecfcd56755b62f4",
     ("passage_hop", "default"): "b19af6518d7b215f",
     ("relation_types", "default"): "4fa963817c7f1910",
     ("community_reports", "default"): "cc2fb5a79bbe4ea2",
@@ -218,7 +219,7 @@ def test_every_scoped_template_names_the_scope_and_only_caches_read_everything()
     whole = {t.name for t in REGISTRY if t.whole_graph}
     assert whole == {
         "corpus_languages", "graph_counts", "counted_links", "name_page", "mention_page",
-        "fact_page", "chunk_page",
+        "relation_page", "fact_page", "chunk_page",
     }  # fmt: skip
     assert {t.name for t in REGISTRY if not t.scoped} == whole - {"counted_links"}
     for template in REGISTRY:

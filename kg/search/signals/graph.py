@@ -36,6 +36,7 @@ from kg.search.models import ChunkHit
 from kg.search.names import Stamp, may_name, stamp_of
 from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
+from kg.search.relations import RelationGraph, Relations
 from kg.search.retrieval import (
     MAX_PHRASES,
     asked_types,
@@ -133,6 +134,7 @@ class GraphSignal:
         self._weights = context.weights
         self._names = context.names
         self._passage_graph = Passages(context.guard, context.settings.search.fanout)
+        self._relation_graph = Relations(context.guard)
         self._facts = Facts(context.guard, self._chunk_dim)
         self._chunk_vectors = context.chunk_vectors
 
@@ -306,9 +308,13 @@ class GraphSignal:
         )
         stamp, _ = self._names.last()
         _tell_stamp(query, stamp)
-        # The passage graph in memory is the whole graph's: a scoped search walks the part of it
-        # that lies in its scope (PassageGraph.within), as the scoped passage_hop would read.
-        graph = await self._passage_graph.for_stamp(stamp or await self._names.counts())
+        # The passage and relation graphs in memory are the whole graph's: a scoped search
+        # walks the part of them in its scope (PassageGraph.within, RelationGraph.allowed), as
+        # the scoped passage_hop and seed_expansion would read.
+        counts = stamp or await self._names.counts()
+        graph, relations = await asyncio.gather(
+            self._passage_graph.for_stamp(counts), self._relation_graph.for_stamp(counts)
+        )
         namespaces = scope.current()
         if graph is not None and namespaces is not None:
             graph = graph.within(namespaces)
@@ -327,28 +333,28 @@ class GraphSignal:
         restarts = passage_restarts(
             dense, sum(w for w, _ in seeds.values()), self._search.passage_reset_weight
         )
-        expansion_call = self._guard.run(
-            "seed_expansion",
-            SeedExpansionParams.model_construct(
-                # strongest first: the frontier cap keeps their neighbours
-                entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],
-                depth=req.depth,
-                as_of=req.as_of or datetime.now(UTC),
-                relation_types=req.relation_types,
-                fanout=self._search.fanout,
-                frontier_cap=self._search.frontier_cap,
-                hub_degree=self._search.hub_degree,
-                limit=min(self._search.expansion_limit, self._search.row_cap),
-            ),
+        expansion = SeedExpansionParams.model_construct(
+            # strongest first: the frontier cap keeps their neighbours
+            entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],
+            depth=req.depth,
+            as_of=req.as_of or datetime.now(UTC),
+            relation_types=req.relation_types,
+            fanout=self._search.fanout,
+            frontier_cap=self._search.frontier_cap,
+            hub_degree=self._search.hub_degree,
+            limit=min(self._search.expansion_limit, self._search.row_cap),
         )
         if graph is None:  # too large to keep: the passages are read hop by hop
             # depth counts entity hops; the chunks of the last entities reached come too.
-            expansion, (links, expanded) = await asyncio.gather(
-                expansion_call, self._passages(list(seeds), req.depth + 1)
+            result, (links, expanded) = await asyncio.gather(
+                self._guard.run("seed_expansion", expansion),
+                self._passages(list(seeds), req.depth + 1),
             )
+            rows = result.rows
         else:
-            expansion, links, expanded = await expansion_call, [], set[str]()
-        ranked = rank_expansion(walk, expansion.rows, self._weights)
+            links, expanded = [], set[str]()
+            rows = await self._expand(expansion, relations, graph)
+        ranked = rank_expansion(walk, rows, self._weights)
         free = [w for i, w in enumerate(words(link_text)) if i not in consumed]
         boost_asked_types(
             ranked, asked_types(free, {e.type for e in ranked.entities}),
@@ -362,6 +368,30 @@ class GraphSignal:
                 graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
             )
         return ranked, graph_chunks(best[: min(k, 1000)]), named
+
+    async def _expand(
+        self, params: SeedExpansionParams, relations: RelationGraph | None, graph: PassageGraph
+    ) -> list[dict[str, Any]]:
+        """``seed_expansion``'s rows: from the relation graph in memory when it is kept, else
+        from the template."""
+        if relations is None:
+            return (await self._guard.run("seed_expansion", params)).rows
+        if params.relation_types:  # an unknown type is refused as the template's read refuses it
+            await self._guard.check_relation_types(params.relation_types)
+        namespaces = scope.current()
+        allowed = relations.allowed(params.relation_types, params.as_of, namespaces)
+        found = relations.expand(
+            params.entity_ids, allowed, depth=params.depth, fanout=params.fanout,
+            frontier_cap=params.frontier_cap, hub_degree=params.hub_degree,
+            limit=params.limit, scope=namespaces,
+        )  # fmt: skip
+        in_scope = graph.namespaces.mask(namespaces) if namespaces is not None else None
+
+        def cited(chunk_id: str) -> bool:
+            at = graph.chunk_at.get(chunk_id)
+            return at is not None and in_scope is not None and bool(in_scope[at])
+
+        return relations.rows(found, namespaces, cited)
 
     # Long on purpose: the subgraph's edges (mentions, relations, provenance) and restarts in
     # one numbering, so PageRank runs on integer arrays.
