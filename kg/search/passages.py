@@ -119,13 +119,13 @@ class PassageGraph:
             expanded[frontier] = True
             starts = self.entity_ptr[frontier]
             lens = np.minimum(self.entity_ptr[frontier + 1] - starts, per_entity)
-            reached = np.unique(self.entity_chunk[_spans(starts, lens)])
+            reached = np.unique(self.entity_chunk[spans(starts, lens)])
             fresh = reached[~seen[reached]]
             if not len(fresh):
                 break
             seen[fresh] = True
             starts = self.chunk_ptr[fresh]
-            ends = np.unique(self.chunk_entity[_spans(starts, self.chunk_ptr[fresh + 1] - starts)])
+            ends = np.unique(self.chunk_entity[spans(starts, self.chunk_ptr[fresh + 1] - starts)])
             new = ends[~expanded[ends]]
             # most specific first (fewest mentions), then by index: deterministic
             frontier = new[np.lexsort((new, mentions[new]))][:frontier_cap]
@@ -136,7 +136,7 @@ class PassageGraph:
         picked = np.flatnonzero(chunks).astype(np.int64)
         starts = self.chunk_ptr[picked]
         lens = self.chunk_ptr[picked + 1] - starts
-        at = _spans(starts, lens)
+        at = spans(starts, lens)
         return np.repeat(picked, lens), self.chunk_entity[at], self.chunk_about[at]
 
 
@@ -145,7 +145,7 @@ def _offsets(counts: npt.NDArray[np.integer]) -> Ints:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def _spans(starts: Ints, lens: Ints) -> Ints:
+def spans(starts: Ints, lens: Ints) -> Ints:
     """The positions ``starts[i] .. starts[i] + lens[i]``, concatenated."""
     total = int(lens.sum())
     if total == 0:

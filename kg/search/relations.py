@@ -35,6 +35,7 @@ from kg.cypher.guard import Guard
 from kg.cypher.params import RelationPageParams, as_of_params
 from kg.search.kept import RowNamespaces, listed
 from kg.search.names import MAX_AGE_S, Stamp
+from kg.search.passages import spans
 
 #: Most relations kept per process; past it, ``seed_expansion`` is asked.
 MAX_RELATIONS = 500_000
@@ -226,7 +227,7 @@ class RelationGraph:
             starts = self.ptr[nodes]
             lens = self.ptr[nodes + 1] - starts
             owner = np.repeat(np.arange(len(nodes), dtype=np.int64), lens)
-            rels = self.incident[_spans(starts, lens)]
+            rels = self.incident[spans(starts, lens)]
             keep = allowed[rels]
             rels, owner = rels[keep], owner[keep]
             # each node's first `fanout` allowed relations (they are heaviest first)
@@ -276,15 +277,6 @@ class RelationGraph:
     def _entity(self, at: int) -> dict[str, object]:
         return {"id": self.entity_ids[at], "name": self.entity_names[at],
                 "type": self.entity_types[at]}  # fmt: skip
-
-
-def _spans(starts: Ints, lens: Ints) -> Ints:
-    """The positions ``starts[i] .. starts[i] + lens[i]``, concatenated."""
-    total = int(lens.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    offsets = np.repeat(starts - np.cumsum(lens) + lens, lens)
-    return offsets + np.arange(total, dtype=np.int64)
 
 
 def _number(value: object) -> float:
