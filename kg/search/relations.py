@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -33,8 +32,7 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import RelationPageParams, as_of_params
-from kg.search.kept import RowNamespaces, listed
-from kg.search.names import MAX_AGE_S, Stamp
+from kg.search.kept import Kept, RowNamespaces, listed
 from kg.search.passages import spans
 
 #: Most relations kept per process; past it, ``seed_expansion`` is asked.
@@ -339,54 +337,38 @@ def build(rows: Sequence[dict[str, Any]]) -> RelationGraph:
     )
 
 
-class Relations:
+class Relations(Kept[RelationGraph]):
     """The relation graph for the graph's current counts, read again when they change; None
-    when it is too large to keep (the caller runs ``seed_expansion``). A graph found too
-    large is not read again while it only grows."""
+    when it is too large to keep (the caller runs ``seed_expansion``). Kept's caching, with
+    its own reader: the bound is on relations, not on page rows."""
 
     def __init__(self, guard: Guard) -> None:
-        self._guard = guard
-        self._graph: RelationGraph | None = None
-        self._stamp: Stamp | None = None
-        self._read_at = 0.0
-        self._too_large_at: Stamp | None = None
-        self._lock = asyncio.Lock()
-
-    async def for_stamp(self, stamp: Stamp) -> RelationGraph | None:
-        if self._fresh(stamp):
-            return self._graph
-        async with self._lock:
-            if not self._fresh(stamp):
-                too_large = self._too_large_at
-                if too_large is None or any(
-                    now < then for now, then in zip(stamp, too_large, strict=True)
-                ):
-                    self._graph = await self._read()
-                    self._too_large_at = stamp if self._graph is None else None
-                self._stamp, self._read_at = stamp, time.monotonic()
-        return self._graph
-
-    def _fresh(self, stamp: Stamp) -> bool:
-        return self._stamp == stamp and time.monotonic() - self._read_at < MAX_AGE_S
+        super().__init__(
+            guard,
+            "relation_page",
+            lambda after, limit: RelationPageParams.model_construct(
+                after=after, limit=limit, per_entity=PER_ENTITY
+            ),
+            build,
+            page_size=PAGE,
+            most=MAX_RELATIONS,
+        )
 
     async def _read(self) -> RelationGraph | None:
         rows: list[dict[str, Any]] = []
         relations = 0
         after = ""
         while True:
-            result = await self._guard.run(
-                "relation_page",
-                RelationPageParams.model_construct(after=after, limit=PAGE, per_entity=PER_ENTITY),
-            )
+            result = await self._guard.run(self._template, self._page(after, self._page_size))
             for row in result.rows:
                 out = row.get("out") or []
                 if len(out) > PER_ENTITY:
                     return None
                 relations += len(out)
-            if relations > MAX_RELATIONS:
+            if relations > self._most:
                 return None
             rows += result.rows
             # Rows come in id order, so a page the row cap cut short goes on after its last.
-            if not result.rows or (len(result.rows) < PAGE and not result.truncated):
+            if not result.rows or (len(result.rows) < self._page_size and not result.truncated):
                 return await asyncio.to_thread(build, rows)
             after = str(result.rows[-1]["id"])

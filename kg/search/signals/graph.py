@@ -312,9 +312,9 @@ class GraphSignal:
         # walks the part of them in its scope (PassageGraph.within, RelationGraph.allowed), as
         # the scoped passage_hop and seed_expansion would read.
         counts = stamp or await self._names.counts()
-        graph, relations = await asyncio.gather(
-            self._passage_graph.for_stamp(counts), self._relation_graph.for_stamp(counts)
-        )
+        graph = await self._passage_graph.for_stamp(counts)
+        # the relations are walked in memory only beside a kept passage graph
+        relations = None if graph is None else await self._relation_graph.for_stamp(counts)
         namespaces = scope.current()
         if graph is not None and namespaces is not None:
             graph = graph.within(namespaces)
