@@ -507,7 +507,9 @@ NAME_PAGE: LiteralString = (
     "MATCH (e:Entity) WHERE e.id > $after\n"
     "WITH e ORDER BY e.id\n"
     "LIMIT $limit\n"
-    "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
+    "RETURN collect({id: e.id, name: e.name, type: e.type, aliases: e.aliases[..64],\n"
+    "       alias_sources: e.alias_sources[..64], namespaces: e.namespaces,\n"
+    "       mentions: COUNT { (e)<-[:MENTIONS]-() }})[..$read_rows] AS rows"
 )
 
 

@@ -1,6 +1,6 @@
 """What local search keeps per process and graph change: read once through the guard, page by
 page, and read again when the graph's counts move (``graph_counts``, kg/search/names.py) or at
-the latest after :data:`~kg.search.names.MAX_AGE_S`.
+the latest after :data:`MAX_AGE_S`.
 
 The fact vectors (kg/search/facts.py) and the chunk vectors (kg/search/chunk_vectors.py) are
 kept this way; each says how to read a page and what to build of the rows.
@@ -19,7 +19,14 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import TemplateParams
-from kg.search.names import MAX_AGE_S, Stamp
+
+#: A reading is trusted at most this long even when the counts have not moved (a rename or
+#: an alias added without a new mention changes no count).
+MAX_AGE_S = 300.0
+
+#: The graph's counts (``graph_counts``: entities, MENTIONS links, relationships): what a
+#: kept reading belongs to.
+Stamp = tuple[int, int, int]
 
 T = TypeVar("T")
 V = TypeVar("V")

@@ -18,30 +18,117 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import NamePageParams, NoParams
+from kg.search.kept import MAX_AGE_S, RowNamespaces, Stamp, listed
 from kg.words import form
 
 #: Most entities read into the filter; past it, linking asks every n-gram.
 MAX_NAMES = 200_000
 #: Entities per ``name_page`` call.
 PAGE = 2000
-#: A reading is trusted at most this long even when the counts have not moved (a rename or
-#: an alias added without a new mention changes no count).
-MAX_AGE_S = 300.0
 
-Stamp = tuple[int, int, int]
+
+@dataclass(frozen=True)
+class NameIndex:
+    """Every entity by the forms of its name and aliases, with what linking returns of it:
+    linking in memory (:meth:`links`) instead of asking the fulltext index."""
+
+    ids: tuple[str, ...]
+    names: tuple[object, ...]
+    types: tuple[object, ...]
+    aliases: tuple[tuple[str, ...], ...]
+    alias_sources: tuple[tuple[object, ...], ...]
+    mentions: tuple[int, ...]
+    namespaces: RowNamespaces
+    # form -> (entity, alias position or -1 for the name), entities in id order
+    by_form: Mapping[tuple[str, ...], tuple[tuple[int, int], ...]]
+
+    def links(
+        self,
+        spellings: Sequence[tuple[str, ...]],
+        scope: Sequence[str] | None,
+        per_phrase: int,
+        scoped_mentions: Callable[[str], int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """``entity_links`` rows for the spellings: the entities (at most ``per_phrase`` each,
+        in id order) whose name, or an alias a namespace in the scope gave, has exactly the
+        spelling's form; scoped, entities in the scope only, with the aliases the scope gave
+        and ``scoped_mentions``' counts (the chunks in scope that mention them; None: the
+        whole graph's, every chunk being in scope)."""
+        wanted = None if scope is None else set(scope)
+        in_scope = None if scope is None else self.namespaces.mask(scope)
+        rows: list[dict[str, Any]] = []
+        for spelling in spellings:
+            found: list[int] = []
+            for at, alias in self.by_form.get(spelling, ()):
+                if len(found) >= per_phrase:
+                    break
+                if at in found or (in_scope is not None and not in_scope[at]):
+                    continue
+                if wanted is not None and alias >= 0:
+                    sources = self.alias_sources[at]
+                    if alias >= len(sources) or sources[alias] not in wanted:
+                        continue
+                found.append(at)
+            rows += [self._row(at, spelling, wanted, scoped_mentions) for at in found]
+        return rows
+
+    def _row(
+        self,
+        at: int,
+        spelling: tuple[str, ...],
+        wanted: set[str] | None,
+        scoped_mentions: Callable[[str], int] | None,
+    ) -> dict[str, Any]:
+        aliases = list(self.aliases[at])
+        mentions = self.mentions[at]
+        if wanted is not None:
+            sources = self.alias_sources[at]
+            aliases = [
+                a for i, a in enumerate(aliases) if i < len(sources) and sources[i] in wanted
+            ]
+        if scoped_mentions is not None:
+            mentions = scoped_mentions(self.ids[at])
+        return {"id": self.ids[at], "phrase": " ".join(spelling), "name": self.names[at],
+                "type": self.types[at], "aliases": aliases, "mentions": mentions}  # fmt: skip
+
+
+def name_index(rows: Sequence[Mapping[str, Any]]) -> NameIndex:
+    """The index of ``name_page`` rows."""
+    ordered = sorted(rows, key=lambda r: str(r["id"]))
+    by_form: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for at, row in enumerate(ordered):
+        spelled = [(row.get("name"), -1)]
+        spelled += [(alias, i) for i, alias in enumerate(row.get("aliases") or [])]
+        for name, position in spelled:
+            value = form(str(name or ""))
+            if value is not None:
+                by_form.setdefault(value, []).append((at, position))
+    return NameIndex(
+        ids=tuple(str(r["id"]) for r in ordered),
+        names=tuple(r.get("name") for r in ordered),
+        types=tuple(r.get("type") for r in ordered),
+        aliases=tuple(tuple(str(a) for a in r.get("aliases") or []) for r in ordered),
+        alias_sources=tuple(tuple(r.get("alias_sources") or []) for r in ordered),
+        mentions=tuple(int(r.get("mentions") or 0) for r in ordered),
+        namespaces=RowNamespaces.of(listed(r.get("namespaces")) for r in ordered),
+        by_form={key: tuple(value) for key, value in by_form.items()},
+    )
 
 
 class NameForms:
-    """The forms of every entity name and alias, refreshed when the graph's counts change."""
+    """The forms of every entity name and alias, refreshed when the graph's counts change;
+    with them, the index that links a question's spellings in memory."""
 
     def __init__(self, guard: Guard) -> None:
         self._guard = guard
         self._forms: frozenset[tuple[str, ...]] | None = None
+        self._index: NameIndex | None = None
         self._stamp: Stamp | None = None
         self._read_at = 0.0
         self._lock = asyncio.Lock()
@@ -58,6 +145,10 @@ class NameForms:
             return None, None
         return self._stamp, self._forms
 
+    def index(self) -> NameIndex | None:
+        """The name index of the last reading (None before any, or past :data:`MAX_NAMES`)."""
+        return self._index if self.last()[0] is not None else None
+
     async def last_stamp(self) -> Stamp:
         """The counts of the last reading, else the graph's counts now: what is kept per
         process is matched against the last search's counts (a write since counts from the
@@ -71,7 +162,9 @@ class NameForms:
             return self._forms
         async with self._lock:
             if not self._fresh(stamp):
-                self._forms = await self._read(stamp)
+                rows = await self._read(stamp)
+                self._index = None if rows is None else name_index(rows)
+                self._forms = None if self._index is None else frozenset(self._index.by_form)
                 self._stamp, self._read_at = stamp, time.monotonic()
         return self._forms
 
@@ -83,20 +176,19 @@ class NameForms:
         result = await self._guard.run("graph_counts", NoParams())
         return stamp_of(result.rows[0] if result.rows else {})
 
-    async def _read(self, stamp: Stamp) -> frozenset[tuple[str, ...]] | None:
+    async def _read(self, stamp: Stamp) -> list[dict[str, Any]] | None:
         if stamp[0] > MAX_NAMES:
             return None
-        forms: set[tuple[str, ...]] = set()
+        rows: list[dict[str, Any]] = []
         after = ""
         for _ in range(MAX_NAMES // PAGE + 1):
             result = await self._guard.run(
                 "name_page", NamePageParams.model_construct(after=after, limit=PAGE)
             )
-            for row in result.rows:
-                forms.update(name_forms([row.get("name"), *(row.get("aliases") or [])]))
+            rows += result.rows
             # Rows come in id order, so a page the row cap cut short goes on after its last.
             if not result.rows or (len(result.rows) < PAGE and not result.truncated):
-                return frozenset(forms)
+                return rows
             after = str(result.rows[-1]["id"])
         return None
 
@@ -105,16 +197,6 @@ def stamp_of(row: Mapping[str, Any]) -> Stamp:
     """The counts of a ``graph_counts`` row (or ``counted_links``' first)."""
     return (int(row.get("entities") or 0), int(row.get("mentions") or 0),
             int(row.get("relationships") or 0))  # fmt: skip
-
-
-def name_forms(names: Iterable[object]) -> list[tuple[str, ...]]:
-    """The forms of names (those that have one)."""
-    found = []
-    for name in names:
-        value = form(str(name or ""))
-        if value is not None:
-            found.append(value)
-    return found
 
 
 def may_name(

@@ -28,8 +28,7 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import MentionPageParams
-from kg.search.kept import RowNamespaces, per_scope
-from kg.search.names import MAX_AGE_S, Stamp
+from kg.search.kept import MAX_AGE_S, RowNamespaces, Stamp, per_scope
 from kg.words import form
 
 #: Most MENTIONS links read into memory (about 12 bytes each, twice); past it, hop by hop.
@@ -100,6 +99,11 @@ class PassageGraph:
     def mentions(self) -> Ints:
         """How many chunks mention each entity."""
         return np.diff(self.entity_ptr)
+
+    def mention_count(self, entity_id: str) -> int:
+        """How many chunks mention the entity (in this graph's scope)."""
+        at = self.entity_at.get(entity_id)
+        return 0 if at is None else int(self.entity_ptr[at + 1] - self.entity_ptr[at])
 
     def expand(
         self, entities: Iterable[int], hops: int, *, per_entity: int, frontier_cap: int

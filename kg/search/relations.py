@@ -13,7 +13,7 @@ hop, hubs past the first hop reached and not expanded, ``limit`` relations.
 
 Like the passage graph (:mod:`kg.search.passages`), the reading belongs to the graph's counts
 (``graph_counts``) and is read again when they move, and at the latest after
-:data:`~kg.search.names.MAX_AGE_S`. A graph with more than :data:`MAX_RELATIONS` relations, or
+:data:`~kg.search.kept.MAX_AGE_S`. A graph with more than :data:`MAX_RELATIONS` relations, or
 an entity with more than :data:`PER_ENTITY` outgoing ones, is not read: search then runs
 ``seed_expansion``, as before.
 """

@@ -54,7 +54,7 @@ PINNED = {
     ("entity_links", "default"): "0e0665eb8d091494",
     ("counted_links", "default"): "405d6fe054153764",
     ("graph_counts", "default"): "94ecfe4d9c726986",
-    ("name_page", "default"): "87ba14e3f9ebc1ee",
+    ("name_page", "default"): "b8847830588bc468",
     ("mention_page", "default"): "b1e4dc1142739b8d",
     ("relation_page", "default"): "eecfcd56755b62f4",
     ("passage_hop", "default"): "b19af6518d7b215f",
@@ -147,7 +147,9 @@ def test_retrieval_templates_verbatim() -> None:
         "MATCH (e:Entity) WHERE e.id > $after\n"
         "WITH e ORDER BY e.id\n"
         "LIMIT $limit\n"
-        "RETURN collect({id: e.id, name: e.name, aliases: e.aliases[..64]})[..$read_rows] AS rows"
+        "RETURN collect({id: e.id, name: e.name, type: e.type, aliases: e.aliases[..64],\n"
+        "       alias_sources: e.alias_sources[..64], namespaces: e.namespaces,\n"
+        "       mentions: COUNT { (e)<-[:MENTIONS]-() }})[..$read_rows] AS rows"
     )
     assert REGISTRY.get("facts_by_vector").texts["default"] == (
         "CALL db.index.vector.queryNodes('fact_embedding', $candidates, $embedding)"

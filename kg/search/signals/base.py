@@ -27,8 +27,9 @@ from kg.languages import LanguageCode
 from kg.resolve import Embedder
 from kg.resolve.vectors import embed_queries
 from kg.search.chunk_vectors import ChunkVectors
+from kg.search.kept import Stamp
 from kg.search.models import ChunkHit, SearchRequest
-from kg.search.names import NameForms, Stamp
+from kg.search.names import NameForms
 from kg.search.ranking import Ranked, Weights
 from kg.settings import Settings
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +32,9 @@ from kg.cypher.params import (
 )
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
+from kg.search.kept import Stamp
 from kg.search.models import ChunkHit
-from kg.search.names import Stamp, may_name, stamp_of
+from kg.search.names import may_name, stamp_of
 from kg.search.passages import PassageGraph, Passages
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.relations import RelationGraph, Relations
@@ -258,8 +259,9 @@ class GraphSignal:
 
     async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
         """``entity_links`` rows for the spellings that some name or alias equals (the others
-        cannot link; kg.search.names). The graph's counts are read alongside, and when they
-        moved since the forms were read, the forms are read again and the links asked again."""
+        cannot link; kg.search.names): from the kept name index when it is kept, else from
+        the templates. The graph's counts are read alongside, and when they moved since the
+        names were read, the names are read again (and the links asked again)."""
 
         async def links(forms: frozenset[tuple[str, ...]] | None) -> list[dict[str, Any]]:
             asked = may_name(lookups, forms)
@@ -274,6 +276,9 @@ class GraphSignal:
             return result.rows
 
         stamp, forms = self._names.last()
+        in_memory = await self._memory_links(lookups, stamp)
+        if in_memory is not None:
+            return in_memory
         if stamp is None:
             return await links(await self._names.current())
         asked = may_name(lookups, forms)
@@ -292,6 +297,32 @@ class GraphSignal:
         if now == stamp:
             return list(rows)
         return await links(await self._names.for_stamp(now))
+
+    async def _memory_links(
+        self, lookups: list[tuple[str, ...]], stamp: Stamp | None
+    ) -> list[dict[str, Any]] | None:
+        """``entity_links`` rows from the kept name index: the graph's counts are one cheap
+        read (``graph_counts``), the names are read again when they moved. None when the
+        index is not kept, or a scoped search has no kept passage graph to count its
+        mentions in (the templates answer then)."""
+        if stamp is not None and self._names.index() is None:
+            return None  # too many names to keep (still, as far as known)
+        now = await self._names.counts()
+        if now != stamp:
+            await self._names.for_stamp(now)
+        index = self._names.index()
+        if index is None:
+            return None
+        namespaces = scope.current()
+        counted: Callable[[str], int] | None = None
+        if namespaces is not None:
+            graph = await self._passage_graph.for_stamp(now)
+            if graph is None:
+                return None
+            within = graph.within(namespaces)
+            if within is not graph:  # else every chunk is in scope: the whole graph's counts
+                counted = within.mention_count
+        return index.links(lookups, namespaces, 5, counted)
 
     # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
     # the order docs/search.md gives them, each a call.
