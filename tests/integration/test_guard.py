@@ -78,8 +78,10 @@ def test_startup_runs_real_searches_without_translating(graph: Driver, settings:
     calls, translated, translated_after = with_service(settings, start)
     # the passage and relation graphs are read once (mention_page, relation_page), not hop by
     # hop (passage_hop, seed_expansion)
-    assert {"entity_seeds", "chunks_by_vector", "entity_links", "relation_page",
+    # and names are linked in memory (name_page with the counts), not by the fulltext index
+    assert {"entity_seeds", "chunks_by_vector", "name_page", "graph_counts", "relation_page",
             "mention_page", "chunks_by_text"} <= set(calls)  # fmt: skip
+    assert not {"entity_links", "counted_links"} & set(calls)
     assert "passage_hop" not in calls
     assert "seed_expansion" not in calls
     assert (translated, translated_after) == (0, 1)  # an ordinary search does ask
