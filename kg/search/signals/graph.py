@@ -64,6 +64,8 @@ CANDIDATES_PER_SEED = 4
 # Most seeds and most entities one passage hop starts from (the templates' id bounds).
 MAX_SEEDS = 50
 MAX_HOP_IDS = 200
+# Most entities one spelling of the question links (the kept index or the fulltext index).
+LINKS_PER_PHRASE = 5
 
 
 def graph_chunks(scored: Sequence[tuple[str, float]]) -> list[ChunkHit]:
@@ -270,7 +272,7 @@ class GraphSignal:
             result = await self._guard.run(
                 "entity_links",
                 EntityLinksParams.model_construct(
-                    phrases=[list(spelling) for spelling in asked], per_phrase=5
+                    phrases=[list(spelling) for spelling in asked], per_phrase=LINKS_PER_PHRASE
                 ),
             )
             return result.rows
@@ -287,7 +289,7 @@ class GraphSignal:
             result = await self._guard.run(
                 "counted_links",
                 EntityLinksParams.model_construct(
-                    phrases=[list(spelling) for spelling in asked], per_phrase=5
+                    phrases=[list(spelling) for spelling in asked], per_phrase=LINKS_PER_PHRASE
                 ),
             )
             head = result.rows[0] if result.rows else {}
@@ -305,15 +307,18 @@ class GraphSignal:
         read (``graph_counts``), the names are read again when they moved. None when the
         index is not kept, or a scoped search has no kept passage graph to count its
         mentions in (the templates answer then)."""
-        if stamp is not None and self._names.index() is None:
-            return None  # too many names to keep (still, as far as known)
+        namespaces = scope.current()
+        if stamp is not None and (  # as far as known, the templates answer: no counts read
+            self._names.index() is None  # too many names to keep
+            or (namespaces is not None and await self._passage_graph.for_stamp(stamp) is None)
+        ):
+            return None
         now = await self._names.counts()
         if now != stamp:
             await self._names.for_stamp(now)
         index = self._names.index()
         if index is None:
             return None
-        namespaces = scope.current()
         counted: Callable[[str], int] | None = None
         if namespaces is not None:
             graph = await self._passage_graph.for_stamp(now)
@@ -322,7 +327,7 @@ class GraphSignal:
             within = graph.within(namespaces)
             if within is not graph:  # else every chunk is in scope: the whole graph's counts
                 counted = within.mention_count
-        return index.links(lookups, namespaces, 5, counted)
+        return index.links(lookups, namespaces, LINKS_PER_PHRASE, counted)
 
     # Long on purpose: the graph signal's steps (link and match, expand, propagate, rank) in
     # the order docs/search.md gives them, each a call.
