@@ -553,6 +553,15 @@ class SearchSettings(BaseModel):
         300, ge=1, le=10_000, description="Relations local search reads per expansion."
     )
     relation_types_ttl_s: float = Field(60.0, ge=0, description="Cache of db.relationshipTypes().")
+    counts_ttl_s: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="How long local search trusts the graph's counts (`graph_counts`, what "
+        "tells it to read its kept names, passages and relations again): another process's "
+        "write shows in graph search within this many seconds; this process's own writes "
+        "(the library's write chain) show at once. 0 reads them on every search.",
+    )
     fusion_weights: dict[str, float] = Field(
         default_factory=lambda: {"text": 1.0, "vector": 1.0, "graph": 1.0},
         description="`hybrid`: weight of each signal's ranking in reciprocal rank fusion "

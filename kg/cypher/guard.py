@@ -192,6 +192,13 @@ class Guard:
             CHUNK_EMBEDDING_DIM_CONTEXT: settings.chunks.embedding_dim,
         }
 
+    def write_position(self) -> frozenset[str]:
+        """Where this process's write chain is (its bookmarks; empty without a chain): a
+        change means this process wrote since."""
+        if self.bookmarks is None:
+            return frozenset()
+        return frozenset(self.bookmarks.get_bookmarks())
+
     # -- validation (no I/O) -------------------------------------------------------------------
 
     def prepare(self, name: str, params: Mapping[str, Any] | TemplateParams) -> Prepared:

@@ -14,7 +14,7 @@ read again when the graph's counts move (a new chunk adds its PART_OF link). Mor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,12 +22,14 @@ import numpy.typing as npt
 
 from kg.cypher.guard import Guard
 from kg.cypher.params import ChunkPageParams
-from kg.search.kept import Kept, RowNamespaces, listed, nearest_rows, unit_rows
+from kg.search.kept import Kept, RowNamespaces, cosines, listed, top_rows, unit_rows
 
 #: Most bytes of chunk vectors kept per process (float32); past it, the vector index is asked.
 MAX_BYTES = 256 * 1024 * 1024
 #: Chunks per ``chunk_page`` call.
 PAGE = 2000
+#: Questions whose cosines are remembered (a few searches at once each ask twice).
+RECENT = 8
 
 
 @dataclass(frozen=True)
@@ -37,14 +39,31 @@ class ChunkMatrix:
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
     namespaces: RowNamespaces
+    # the last questions' cosines: in hybrid the vector signal and the graph's passage
+    # restarts ask with the same embedding, and the product is most of either's cost
+    _recent: dict[tuple[float, ...], npt.NDArray[np.float32] | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def nearest(
         self, query: list[float], k: int, scope: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
         """The ``k`` chunks nearest to ``query`` (in ``scope`` when given) with their scores,
         best first."""
+        if not len(self.ids) or k <= 0:
+            return []
+        key = tuple(query)
+        if key in self._recent:
+            cos = self._recent[key]
+        else:
+            cos = cosines(self.vectors, query)
+            while len(self._recent) >= RECENT:
+                del self._recent[next(iter(self._recent))]
+            self._recent[key] = cos
+        if cos is None:
+            return []
         allowed = None if scope is None else self.namespaces.mask(scope)
-        return [(self.ids[i], score) for i, score in nearest_rows(self.vectors, query, k, allowed)]
+        return [(self.ids[i], score) for i, score in top_rows(cos, k, allowed)]
 
 
 def build(rows: list[dict[str, Any]], dim: int) -> ChunkMatrix:

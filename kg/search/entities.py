@@ -87,8 +87,9 @@ class Entities:
         return Neighborhood(
             entity=entity,
             entities=[
-                EntityHit.model_validate(e.model_dump() | details.get(e.id, {})) for e in others
+                EntityHit.model_validate(e.hit().model_dump() | details.get(e.id, {}))
+                for e in others
             ],
-            relations=ranked.relations,
+            relations=ranked.relation_hits(len(ranked.relations)),
             truncated=result.truncated,
         )

@@ -96,14 +96,19 @@ def confidence_weights(
 
 
 def fuse_chunks(
-    rankings: Mapping[str, Sequence[ChunkHit]], weights: Mapping[str, float], k: int
+    rankings: Mapping[str, Sequence[ChunkHit]],
+    weights: Mapping[str, float],
+    k: int,
+    limit: int | None = None,
 ) -> list[ChunkHit]:
-    """Hybrid mode: one chunk list, ranked by weighted RRF of the signals' rankings."""
+    """Hybrid mode: one chunk list, ranked by weighted RRF of the signals' rankings; its first
+    ``limit`` only when given (a hit is copied with its fused score: only those shown are)."""
     fused = fuse({name: [c.id for c in hits] for name, hits in rankings.items()}, weights, k)
     by_id = {c.id: c for hits in rankings.values() for c in hits}
-    hits = [by_id[cid].model_copy(update={"score": score}) for cid, score in fused.items()]
-    hits.sort(key=lambda c: (-c.score, c.id))
-    return hits
+    order = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+    if limit is not None:
+        order = order[: max(limit, 0)]
+    return [by_id[cid].model_copy(update={"score": score}) for cid, score in order]
 
 
 def vector_floor(search: SearchSettings, chunks: ChunkSettings) -> float:

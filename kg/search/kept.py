@@ -170,23 +170,27 @@ def unit_rows(
     return kept, (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-def nearest_rows(
-    vectors: npt.NDArray[np.float32],
-    query: list[float],
-    k: int,
-    allowed: npt.NDArray[np.bool_] | None = None,
-) -> list[tuple[int, float]]:
-    """The rows of ``vectors`` (unit) nearest to ``query``, best first, with the score the
-    vector index gives cosine: (1 + cos) / 2; only ``allowed`` rows when given (a scope).
-    Nothing for a zero query."""
-    if not len(vectors) or k <= 0:
-        return []
+def cosines(
+    vectors: npt.NDArray[np.float32], query: Sequence[float]
+) -> npt.NDArray[np.float32] | None:
+    """Each row's cosine with ``query`` (rows unit); None for a zero query."""
     q = np.asarray(query, dtype=np.float32)
     norm = float(np.linalg.norm(q))
     if norm == 0:
+        return None
+    # A dot product per row, not BLAS: a multithreaded gemv on a busy machine was 5x slower
+    # (measured); vecdot is one thread, and twice as fast as the einsum it replaced.
+    cos: npt.NDArray[np.float32] = np.vecdot(vectors, q / norm)
+    return cos
+
+
+def top_rows(
+    cos: npt.NDArray[np.float32], k: int, allowed: npt.NDArray[np.bool_] | None = None
+) -> list[tuple[int, float]]:
+    """The ``k`` rows of highest cosine, best first, with the score the vector index gives
+    cosine: (1 + cos) / 2; only ``allowed`` rows when given (a scope)."""
+    if not len(cos) or k <= 0:
         return []
-    # einsum, not BLAS: a multithreaded gemv on a busy machine was 5x slower (measured)
-    cos = np.einsum("ij,j->i", vectors, q / norm)
     if allowed is not None:
         k = min(k, int(allowed.sum()))
         if k <= 0:
@@ -196,3 +200,18 @@ def nearest_rows(
     top = np.argpartition(-cos, k - 1)[:k]
     top = top[np.argsort(-cos[top], kind="stable")]
     return [(int(i), (1.0 + float(cos[i])) / 2.0) for i in top]
+
+
+def nearest_rows(
+    vectors: npt.NDArray[np.float32],
+    query: Sequence[float],
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None = None,
+) -> list[tuple[int, float]]:
+    """The rows of ``vectors`` (unit) nearest to ``query``, best first, with the score the
+    vector index gives cosine: (1 + cos) / 2; only ``allowed`` rows when given (a scope).
+    Nothing for a zero query."""
+    if not len(vectors) or k <= 0:
+        return []
+    cos = cosines(vectors, query)
+    return [] if cos is None else top_rows(cos, k, allowed)

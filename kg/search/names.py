@@ -9,9 +9,10 @@ linking from a third of a graph search to a few milliseconds (docs/search.md, "S
 
 The forms are read through the guard (``name_page``, one bounded page per call) once per
 process and again whenever the graph's counts change (``graph_counts``: entities, MENTIONS
-links and relationships, from the count store, one cheap call per search), and at the latest
-after :data:`MAX_AGE_S`. A graph with more than :data:`MAX_NAMES` entities is not read: the
-filter is off and every n-gram is asked, as before.
+links and relationships, from the count store: one cheap call, made again after
+``search.counts_ttl_s`` or a write of this process), and at the latest after
+:data:`MAX_AGE_S`. A graph with more than :data:`MAX_NAMES` entities is not read: the filter
+is off and every n-gram is asked, as before.
 """
 
 from __future__ import annotations
@@ -125,8 +126,17 @@ class NameForms:
     """The forms of every entity name and alias, refreshed when the graph's counts change;
     with them, the index that links a question's spellings in memory."""
 
-    def __init__(self, guard: Guard) -> None:
+    def __init__(
+        self,
+        guard: Guard,
+        counts_ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._guard = guard
+        self._counts_ttl_s = counts_ttl_s
+        self.clock = clock  # what the counts' age is measured by (a test moves it on)
+        # the last counts read: when, what, and the write chain's position before it
+        self._counted: tuple[float, Stamp, frozenset[str]] | None = None
         self._forms: frozenset[tuple[str, ...]] | None = None
         self._index: NameIndex | None = None
         self._stamp: Stamp | None = None
@@ -172,9 +182,18 @@ class NameForms:
         return self._stamp == stamp and time.monotonic() - self._read_at < MAX_AGE_S
 
     async def counts(self) -> Stamp:
-        """The graph's counts now (``graph_counts``)."""
+        """The graph's counts (``graph_counts``), read again after ``search.counts_ttl_s`` or
+        when this process's write chain moved: a round trip less for most searches, at the
+        price of another process's write showing in graph search up to that late."""
+        # both taken before the read: a write during it is read by a later search
+        position, started = self._guard.write_position(), self.clock()
+        last = self._counted
+        if last is not None and last[2] == position and started - last[0] < self._counts_ttl_s:
+            return last[1]
         result = await self._guard.run("graph_counts", NoParams())
-        return stamp_of(result.rows[0] if result.rows else {})
+        stamp = stamp_of(result.rows[0] if result.rows else {})
+        self._counted = (started, stamp, position)
+        return stamp
 
     async def _read(self, stamp: Stamp) -> list[dict[str, Any]] | None:
         if stamp[0] > MAX_NAMES:

@@ -175,12 +175,19 @@ def pagerank(
     w = np.tile(weight, 2)
     out = np.bincount(s, weights=w, minlength=n)
     share = w / out[s] if len(s) else w
-    dangling = out == 0
+    dangling = np.flatnonzero(out == 0)
     scores = restart.copy()
+    base = (1 - damping) * restart
+    # (1 - damping) * restart + damping * (moved + lost * restart), in place: the same floats
+    # (IEEE sums and products commute), a third less time
     for _ in range(iterations):
-        moved = np.bincount(d, weights=scores[s] * share, minlength=n)
-        lost = scores[dangling].sum()
-        scores = (1 - damping) * restart + damping * (moved + lost * restart)
+        moved: npt.NDArray[np.float64] = np.bincount(
+            d, weights=scores.take(s) * share, minlength=n
+        ).astype(np.float64, copy=False)
+        moved += scores.take(dangling).sum() * restart
+        moved *= damping
+        moved += base
+        scores = moved
     return np.round(scores, SETTLE_DIGITS)
 
 

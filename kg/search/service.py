@@ -131,7 +131,7 @@ class SearchService:
             embedder=embedder,
             chunk_embedder=chunk_embedder or make_chunk_embedder(settings.chunks),
             weights=weights,
-            names=NameForms(self.guard),
+            names=NameForms(self.guard, settings.search.counts_ttl_s),
             chunk_vectors=ChunkVectors(self.guard, settings.chunks.embedding_dim),
         )
         self._signals: dict[str, Signal] = {
@@ -279,17 +279,17 @@ class SearchService:
         if req.as_of is not None:
             done = await self._dated(done, req.as_of)
         ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
-        chunks = self._fuse(done) if req.mode == "hybrid" else done[req.mode].chunks
         shown = max(req.limit, self._search.rerank.top_n if reranker is not None else 0)
+        chunks = self._fuse(done, shown) if req.mode == "hybrid" else done[req.mode].chunks
         chunks, entities = await self._evidence(
-            chunks[:shown], ranked.entities[: req.limit], done.values()
+            chunks[:shown], ranked.entity_hits(req.limit), done.values()
         )
         reranked: RerankOutcome | None = None
         if reranker is not None:
             chunks, reranked = await reranker.rerank(req.query, chunks)
         return SearchResponse(
             entities=entities,
-            relations=ranked.relations[: req.limit],
+            relations=ranked.relation_hits(req.limit),
             chunks=chunks[: req.limit],
             template="+".join(self._signals[name].template for name in names),
             took_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -326,15 +326,16 @@ class SearchService:
             signal.set(chunks=len(result.chunks))
             return result
 
-    def _fuse(self, done: Mapping[str, SignalResult]) -> list[ChunkHit]:
-        """Hybrid's one ranking: each signal's weight scaled by its confidence for this
-        question (kg.search.fusion), then weighted reciprocal rank fusion."""
+    def _fuse(self, done: Mapping[str, SignalResult], shown: int) -> list[ChunkHit]:
+        """Hybrid's one ranking, its first ``shown``: each signal's weight scaled by its
+        confidence for this question (kg.search.fusion), then weighted reciprocal rank
+        fusion."""
         with observe.span("kg.search.fusion", signals=len(done)) as fusion:
-            fused = self._fused(done)
+            fused = self._fused(done, shown)
             fusion.set(chunks=len(fused))
             return fused
 
-    def _fused(self, done: Mapping[str, SignalResult]) -> list[ChunkHit]:
+    def _fused(self, done: Mapping[str, SignalResult], shown: int) -> list[ChunkHit]:
         weights = dict(self._search.fusion_weights)
         for name, result in done.items():
             if result.fusion_scale is not None:
@@ -348,7 +349,7 @@ class SearchService:
             anchor_floor=self._search.fusion_anchor_floor,
             floors={"vector": self._vector_floor},
         )
-        return fuse_chunks(rankings, weights, self._search.fusion_k)
+        return fuse_chunks(rankings, weights, self._search.fusion_k, shown)
 
     async def _evidence(
         self,

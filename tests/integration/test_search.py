@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -300,12 +301,13 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     """In hybrid the vector signal ranks the chunk vectors kept per process (ids only) and the
     graph signal ranks ids; the texts and documents of the chunks shown are read after fusion.
     A chunk written after a search is in the kept vectors at the next one: the graph's counts
-    that linking read say the vectors moved."""
+    that linking read say the vectors moved (read on every search: ``counts_ttl_s=0``; the
+    default's later reading is the next test's)."""
     from kg.resolve.embed import make_chunk_embedder
 
     question = "Which service settles invoices for the Ledger DB?"
     text = "Invoices for the Ledger DB are settled by the Billing Service each night."
-    vector_only = tuned(settings, fusion_weights={"vector": 1.0})
+    vector_only = tuned(settings, fusion_weights={"vector": 1.0}, counts_ttl_s=0)
     db = settings.neo4j.database
     vector = [float(x) for x in make_chunk_embedder(settings.chunks).embed([text])[0]]
 
@@ -339,6 +341,90 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     assert ran.count("chunk_page") == 2
     assert "chunks_by_vector" not in ran
     assert ran.count("graph_evidence") == 2
+
+
+def _write_chunk(driver: Driver, database: str, chunk_id: str, text: str) -> None:
+    """A chunk of doc-pay with its vector, written by ``driver`` (its own bookmarks)."""
+    from kg.resolve.embed import make_chunk_embedder
+
+    vector = [float(x) for x in make_chunk_embedder(Settings().chunks).embed([text])[0]]
+    driver.execute_query(
+        "MATCH (d:Document {id: 'doc-pay'}) "
+        "CREATE (c:Chunk {id: $id, index: 9, text: $text, sha256: $id, "
+        "embedding: $vector, title: d.title})-[:PART_OF]->(d)",
+        id=chunk_id,
+        text=text,
+        vector=vector,
+        database_=database,
+    )
+
+
+def test_the_graph_counts_are_trusted_for_counts_ttl_s_then_read_again(
+    graph: Driver, settings: Settings
+) -> None:
+    """Searches within ``search.counts_ttl_s`` of a counts read make no other (a round trip
+    less per search); another process's write (a driver of its own) shows once it passed.
+    The TTL's clock is the test's, so a slow machine cannot change what it sees."""
+    question = "Which service settles invoices for the Ledger DB?"
+    text = "Invoices for the Ledger DB are settled by the Billing Service each night."
+    ttl = 60.0
+    vector_only = tuned(settings, fusion_weights={"vector": 1.0}, counts_ttl_s=ttl)
+    req = SearchRequest(query=question, mode="hybrid", limit=5)
+    now = [1000.0]
+
+    async def run(service: SearchService) -> tuple[list[str], list[str], list[str], list[str]]:
+        service.context.names.clock = lambda: now[0]
+        reads = record_reads(service)
+        await service.local_search(req)
+        now[0] += ttl / 2
+        await service.local_search(req)
+        within = [name for name, _ in reads]
+        _write_chunk(graph, settings.neo4j.database, "c-pay-9", text)
+        stale = await service.local_search(req)
+        now[0] += ttl
+        after = await service.local_search(req)
+        ran = [name for name, _ in reads][len(within) :]
+        return within, ran, [c.id for c in stale.chunks], [c.id for c in after.chunks]
+
+    within, ran, stale, found = with_service(vector_only, run)
+    assert within.count("graph_counts") == 1
+    assert ran.count("graph_counts") == 1  # the TTL passed once
+    assert ran.count("chunk_page") == 1  # the counts moved: the vectors read again
+    assert "c-pay-9" not in stale  # the documented delay, no longer than the TTL
+    assert found[0] == "c-pay-9"
+
+
+def test_a_write_of_the_service_s_own_chain_shows_at_once_despite_the_ttl(
+    graph: Driver, settings: Settings
+) -> None:
+    """A write through the write chain the service reads after (the library's sync driver)
+    moves its bookmarks: the next search reads the counts again, whatever the TTL."""
+    from kg.graph.driver import open_async_driver, open_driver
+    from kg.resolve import make_embedder
+
+    question = "Which service settles invoices for the Ledger DB?"
+    text = "Invoices for the Ledger DB are settled by the Billing Service each night."
+    vector_only = tuned(settings, fusion_weights={"vector": 1.0}, counts_ttl_s=60)
+    req = SearchRequest(query=question, mode="hybrid", limit=5)
+
+    async def main() -> tuple[list[str], list[str]]:
+        with open_driver(settings.neo4j) as writer:
+            async with open_async_driver(settings.neo4j) as driver:
+                service = SearchService(
+                    driver,
+                    vector_only,
+                    make_embedder(settings.resolve),
+                    bookmarks=writer.execute_query_bookmark_manager,
+                )
+                await service.local_search(req)
+                reads = record_reads(service)
+                _write_chunk(writer, settings.neo4j.database, "c-pay-9", text)
+                after = await service.local_search(req)
+                return [name for name, _ in reads], [c.id for c in after.chunks]
+
+    ran, found = asyncio.run(main())
+    assert ran.count("graph_counts") == 1
+    assert found[0] == "c-pay-9"
 
 
 def test_the_router_asks_only_about_phrases_that_could_name_something(

@@ -64,4 +64,4 @@ class TextSignal:
             by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
             return next(iter(by_language.values()), [])[:k]
-        return fuse_chunks(by_language, weights, self._search.rrf_k)[:k]
+        return fuse_chunks(by_language, weights, self._search.rrf_k, k)
