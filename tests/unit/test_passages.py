@@ -115,3 +115,53 @@ def test_kept_vectors_answer_within_a_scope() -> None:
     assert facts.mask(["alpha"]).tolist() == [True, False, False, False]
     assert facts.mask(["beta", "gamma"]).tolist() == [True, False, True, True]
     assert facts.mask(["beta", "gamma"]) is facts.mask(["gamma", "beta"])
+
+
+def test_chunk_ranks_follow_id_order_whatever_order_the_pages_came_in() -> None:
+    from kg.search.passages import id_ranks
+
+    assert list(id_ranks(["a", "b", "c"])) == [0, 1, 2]
+    assert list(id_ranks(["c", "a", "b"])) == [2, 0, 1]
+    assert list(id_ranks([])) == []
+
+
+def test_a_walk_reaches_what_a_walk_with_sorted_distinct_ends_reaches() -> None:
+    """The walk marks distinct chunks and entities instead of sorting them (np.unique): on
+    random graphs, the same chunks and entities, hop for hop."""
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        n_chunks, n_entities = int(rng.integers(1, 60)), int(rng.integers(1, 40))
+        rows = [
+            (f"c{i:03d}", None, [(f"e{int(e):03d}", f"name {int(e)}")
+                                 for e in rng.integers(0, n_entities, int(rng.integers(0, 6)))])
+            for i in range(n_chunks)
+        ]  # fmt: skip
+        graph = build(rows)
+        if not graph.entity_ids:
+            continue
+        starts = [int(e) for e in rng.integers(0, len(graph.entity_ids), 3)]
+        chunks, expanded = graph.expand(starts, 3, per_entity=4, frontier_cap=5)
+        # the same walk, written with np.unique
+        seen = np.zeros(len(graph.chunk_ids), dtype=np.bool_)
+        done = np.zeros(len(graph.entity_ids), dtype=np.bool_)
+        frontier = np.array(list(dict.fromkeys(starts))[:5], dtype=np.int64)
+        for _hop in range(3):
+            if not len(frontier):
+                break
+            done[frontier] = True
+            reached = np.unique(np.concatenate([
+                graph.entity_chunk[graph.entity_ptr[e] : graph.entity_ptr[e] + min(
+                    4, int(graph.entity_ptr[e + 1] - graph.entity_ptr[e]))]
+                for e in frontier
+            ]).astype(np.int64))  # fmt: skip
+            fresh = reached[~seen[reached]]
+            if not len(fresh):
+                break
+            seen[fresh] = True
+            ends = np.unique(np.concatenate(
+                [graph.chunk_entity[graph.chunk_ptr[c] : graph.chunk_ptr[c + 1]] for c in fresh]
+            ).astype(np.int64))  # fmt: skip
+            new = ends[~done[ends]]
+            frontier = new[np.lexsort((new, graph.mentions[new]))][:5]
+        assert (chunks == seen).all()
+        assert (expanded == done).all()

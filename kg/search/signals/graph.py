@@ -519,6 +519,11 @@ class GraphSignal:
             chunk_node |= np.isin(nodes, np.array(list(outside), dtype=np.int64))
         scored = np.flatnonzero(chunk_node & (scores > 0))
         # best first, then by id: the same order the hop-by-hop path gives
+        if not outside and len(graph.chunk_rank) == n_chunks:
+            at_chunk = nodes[scored] - n_entities
+            values = scores[scored]
+            best = np.lexsort((graph.chunk_rank[at_chunk], -values))[:limit]
+            return [(graph.chunk_ids[int(at_chunk[i])], float(values[i])) for i in best]
         ids = [
             graph.chunk_ids[node - n_entities] if node < n_entities + n_chunks else outside[node]
             for node in (int(v) for v in nodes[scored])
