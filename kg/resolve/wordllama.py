@@ -73,6 +73,12 @@ class WordLlamaEmbedder:
     def dim(self) -> int:
         return self.dimension
 
+    @property
+    def inline(self) -> bool:
+        """Search may embed a question on its event loop: once loaded, a question takes a
+        fraction of a millisecond (loading takes longer, so not before)."""
+        return self._model is not None
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)

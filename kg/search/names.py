@@ -137,6 +137,7 @@ class NameForms:
         self.clock = clock  # what the counts' age is measured by (a test moves it on)
         # the last counts read: when, what, and the write chain's position before it
         self._counted: tuple[float, Stamp, frozenset[str]] | None = None
+        self._reading: tuple[frozenset[str], asyncio.Future[Stamp]] | None = None
         self._forms: frozenset[tuple[str, ...]] | None = None
         self._index: NameIndex | None = None
         self._stamp: Stamp | None = None
@@ -190,6 +191,19 @@ class NameForms:
         last = self._counted
         if last is not None and last[2] == position and started - last[0] < self._counts_ttl_s:
             return last[1]
+        # Under load many searches find the counts expired at once: they share one read.
+        reading = self._reading
+        if reading is not None and reading[0] == position and self._counts_ttl_s > 0:
+            return await asyncio.shield(reading[1])
+        task = asyncio.ensure_future(self._read_counts(started, position))
+        self._reading = (position, task)
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if self._reading is not None and self._reading[1] is task:
+                self._reading = None
+
+    async def _read_counts(self, started: float, position: frozenset[str]) -> Stamp:
         result = await self._guard.run("graph_counts", NoParams())
         stamp = stamp_of(result.rows[0] if result.rows else {})
         self._counted = (started, stamp, position)

@@ -70,15 +70,25 @@ class QuestionVectors:
     pays for its own question (no cache across requests)."""
 
     def __init__(self) -> None:
-        self._made: dict[tuple[int, str, int], asyncio.Task[list[float] | None]] = {}
+        self._made: dict[tuple[int, str, int], asyncio.Future[list[float] | None]] = {}
 
     async def get(self, embedder: Embedder, text: str, dim: int) -> list[float] | None:
         key = (id(embedder), text, dim)
-        task = self._made.get(key)
-        if task is None:
-            task = asyncio.create_task(asyncio.to_thread(_embedded, embedder, text, dim))
-            self._made[key] = task
-        return await asyncio.shield(task)
+        made = self._made.get(key)
+        if made is None:
+            if getattr(embedder, "inline", False):
+                # Well under a millisecond (WordLlama, loaded): on the loop, where the hop to
+                # a thread and back cost more than the embedding (~5% of an API worker's CPU
+                # under load, measured with py-spy).
+                made = asyncio.get_running_loop().create_future()
+                try:
+                    made.set_result(_embedded(embedder, text, dim))
+                except Exception as exc:  # the awaiting signals get it, as from a thread
+                    made.set_exception(exc)
+            else:
+                made = asyncio.ensure_future(asyncio.to_thread(_embedded, embedder, text, dim))
+            self._made[key] = made
+        return await asyncio.shield(made)
 
 
 def _embedded(embedder: Embedder, text: str, dim: int) -> list[float] | None:
