@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from kg.errors import ServerError
-from kg.localserver import config, password
+from kg.localserver import classes, config, password
 from kg.localserver.browser import (
     BROWSER_GUIDE_PATH,
     BROWSER_STYLE_PATH,
@@ -260,8 +260,9 @@ class LocalNeo4j:
         self._set_initial_password(java, lib)
         self._record_java(runtime)
         cmd = config.server_command(
-            java, lib, self.home, conf_dir, self._server.heap, self._server.java_options
-        )
+            java, lib, self.home, conf_dir, self._server.heap,
+            (*self._class_flags(runtime.java, lib), *self._server.java_options),
+        )  # fmt: skip
         with self.console_log.open("ab") as log:
             proc = subprocess.Popen(  # noqa: S603
                 cmd,
@@ -293,17 +294,42 @@ class LocalNeo4j:
             return False
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
+        clean = True
         while time.monotonic() < deadline:
             if not pid_alive(pid):
                 break
             time.sleep(0.2)
         else:
+            clean = False
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.pid_file.unlink(missing_ok=True)
+        self._settle_classes(clean=clean and not pid_alive(pid))
         return True
 
     # -- internals ---------------------------------------------------------------------------
+
+    @property
+    def class_record(self) -> Path:
+        """Which class archive the running server maps or records (kg.localserver.classes)."""
+        return self.home / "run" / "class-archive.json"
+
+    def _class_flags(self, java: Path, lib: Path) -> list[str]:
+        self.class_record.unlink(missing_ok=True)
+        if not self._server.class_archive:
+            return []
+        try:
+            archive = classes.archive_for(java, lib)
+        except OSError:  # an unreadable runtime or cache: start as without an archive
+            return []
+        if archive.recording is not None:
+            write_private(self.class_record, archive.record())
+        return archive.flags()
+
+    def _settle_classes(self, *, clean: bool) -> None:
+        with contextlib.suppress(OSError):
+            classes.settle(self.class_record.read_text(encoding="utf-8"), clean=clean)
+        self.class_record.unlink(missing_ok=True)
 
     def _java_env(self) -> dict[str, str]:
         env = dict(os.environ)
