@@ -336,6 +336,14 @@ class ChunksByTextParams(TemplateParams):
         "a Russian question's transliterated stems against English text (kg.search.signals.text).",
     )
     k: int = Field(20, ge=1, le=1000)
+    ranked_only: bool = Field(
+        False,
+        description="Ids, languages and scores only, no texts or documents: hybrid ranks ids "
+        "and reads the texts of the chunks it shows (graph_evidence).",
+    )
+
+    def variant(self) -> str:
+        return "ranked" if self.ranked_only else "default"
 
     @field_validator("fuzzy")
     @classmethod

@@ -421,7 +421,7 @@ RELATION_TYPES: LiteralString = (
 
 # Text retrieval: Lucene BM25 over each chunk's text and its document's title, in every
 # language's index (kg/languages.py), each asked its own (escaped) text; a row says which.
-CHUNKS_BY_TEXT: LiteralString = (
+_CHUNKS_BY_TEXT_RANKED: LiteralString = (
     "UNWIND $queries AS q\n"
     "CALL (q) {\n"
     "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $fetch}) YIELD node AS c, score\n"
@@ -430,9 +430,17 @@ CHUNKS_BY_TEXT: LiteralString = (
     "  LIMIT $k\n"
     "}\n"
     "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
-    "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
+)
+CHUNKS_BY_TEXT: LiteralString = (
+    _CHUNKS_BY_TEXT_RANKED + "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
     "RETURN collect({language: q.language, id: c.id, text: c.text, chunk_index: c.index,\n"
     "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
+)
+# The same ranking without texts and documents (hybrid ranks ids and reads the texts of the
+# chunks it shows): on the docs set, 5.5 ms against 7.9 for 50 chunks a language.
+CHUNKS_BY_TEXT_RANKED: LiteralString = (
+    _CHUNKS_BY_TEXT_RANKED
+    + "RETURN collect({language: q.language, id: c.id, score: score})[..$read_rows] AS rows"
 )
 
 # Which languages the chunks are in (kg/languages.py labels): counts from the count store.

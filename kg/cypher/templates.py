@@ -304,7 +304,9 @@ TEMPLATES: tuple[Template, ...] = (
         "BM25 in each language's fulltext index, chunk_text_en and chunk_text_ru, each "
         "stemming its language), with documents and the language of the index that found each.",
         params=ChunksByTextParams,
-        texts=_one(render.CHUNKS_BY_TEXT),
+        texts=MappingProxyType(
+            {"default": render.CHUNKS_BY_TEXT, "ranked": render.CHUNKS_BY_TEXT_RANKED}
+        ),
         row_cap=2000,
         packed=True,
         temporal=False,

@@ -49,6 +49,7 @@ PINNED = {
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
+    ("chunks_by_text", "ranked"): "244356811153a7f5",
     ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "0e0665eb8d091494",
@@ -113,6 +114,12 @@ def test_retrieval_templates_verbatim() -> None:
         "RETURN collect({language: q.language, id: c.id, text: c.text, chunk_index: c.index,\n"
         "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
     )
+    ranked = REGISTRY.get("chunks_by_text").texts["ranked"]
+    assert ranked.startswith(REGISTRY.get("chunks_by_text").texts["default"].split("OPTIONAL")[0])
+    assert ranked.endswith(
+        "RETURN collect({language: q.language, id: c.id, score: score})[..$read_rows] AS rows"
+    )
+    assert "text: c.text" not in ranked
     assert REGISTRY.get("passage_hop").texts["default"] == (
         "UNWIND $entity_ids AS eid\n"
         "MATCH (e:Entity {id: eid}) WHERE ($namespaces IS NULL OR any(x IN"

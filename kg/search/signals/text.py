@@ -12,7 +12,14 @@ from kg.resolve.normalize import transliterate
 from kg.search.fusion import fuse_chunks
 from kg.search.models import ChunkHit
 from kg.search.retrieval import cognate_stems
-from kg.search.signals.base import SignalContext, SignalQuery, SignalResult, by_score, chunk_hits
+from kg.search.signals.base import (
+    SignalContext,
+    SignalQuery,
+    SignalResult,
+    by_score,
+    chunk_hits,
+    id_hits,
+)
 
 
 class TextSignal:
@@ -25,12 +32,21 @@ class TextSignal:
         self._search = context.settings.search
 
     async def search(self, query: SignalQuery) -> SignalResult:
-        return SignalResult(
-            chunks=await self._text_chunks(query.request.query, query.k, query.translations)
+        # In hybrid the fused list shows a few of the ~100 chunks ranked here: they are
+        # ranked by id and score, and the service reads the texts of those it shows.
+        ranked_only = query.request.mode == "hybrid"
+        chunks = await self._text_chunks(
+            query.request.query, query.k, query.translations, ranked_only=ranked_only
         )
+        return SignalResult(chunks=chunks, texts=not ranked_only)
 
     async def _text_chunks(
-        self, query: str, k: int, texts: Mapping[LanguageCode, str] | None = None
+        self,
+        query: str,
+        k: int,
+        texts: Mapping[LanguageCode, str] | None = None,
+        *,
+        ranked_only: bool = False,
     ) -> list[ChunkHit]:
         """Lucene BM25 over chunk text and document title in each language's index, the
         rankings fused by how much of the question each language's script holds
@@ -56,11 +72,18 @@ class TextSignal:
             texts["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
         result = await self._guard.run(
             "chunks_by_text",
-            ChunksByTextParams.model_construct(text=query, texts=texts, fuzzy=fuzzy, k=k),
+            ChunksByTextParams.model_construct(
+                text=query, texts=texts, fuzzy=fuzzy, k=k, ranked_only=ranked_only
+            ),
         )
         by_language: dict[str, list[ChunkHit]] = {}
         rows = by_score(result.rows)
-        for row, hit in zip(rows, chunk_hits(rows), strict=True):
+        hits = (
+            id_hits((str(r["id"]), float(r.get("score") or 0.0)) for r in rows)
+            if ranked_only
+            else chunk_hits(rows)
+        )
+        for row, hit in zip(rows, hits, strict=True):
             by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
             return next(iter(by_language.values()), [])[:k]
