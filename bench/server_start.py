@@ -27,9 +27,7 @@ SUITE_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:-UseG1GC", "-XX:+UseSerialGC")
 
 def start_s(archive: bool, flags: tuple[str, ...]) -> float:
     started = time.perf_counter()
-    with throwaway_server(
-        heap="512m", pagecache="128m", class_archive=archive, java_options=flags
-    ):
+    with throwaway_server(heap="512m", pagecache="128m", class_archive=archive, java_options=flags):
         return time.perf_counter() - started
 
 
