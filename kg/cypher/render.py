@@ -292,18 +292,23 @@ _SEED: LiteralString = (
     "node {.id, .name, .type, description: " + described("node") + ",\n"
     "       aliases: " + aliased("node") + ", score: score}"
 )
+# The first $k hits in the scope, then their maps: scoped, the indexes are asked for ten times
+# $k, and building every candidate's map (description, aliases) before keeping $k doubled a
+# scoped graph search on the docs set.
 ENTITY_SEEDS: LiteralString = (
     "CALL () {\n"
     "  WITH $embedding AS v WHERE v IS NOT NULL\n"
     "  CALL db.index.vector.queryNodes('entity_embedding', $fetch, v) YIELD node, score\n"
     "  WITH node, score WHERE " + in_scope("node") + "\n"
-    "  RETURN collect(" + _SEED + ")[..$k] AS vector\n"
+    "  LIMIT $k\n"
+    "  RETURN collect(" + _SEED + ") AS vector\n"
     "}\n"
     "CALL () {\n"
     "  WITH $text AS q WHERE q <> ''\n"
     "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $fetch}) YIELD node, score\n"
     "  WITH node, score WHERE " + in_scope("node") + " AND " + named("node", "$pattern") + "\n"
-    "  RETURN collect(" + _SEED + ")[..$k] AS fulltext\n"
+    "  LIMIT $k\n"
+    "  RETURN collect(" + _SEED + ") AS fulltext\n"
     "}\n"
     "RETURN vector, fulltext"
 )

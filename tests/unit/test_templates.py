@@ -41,7 +41,7 @@ PINNED = {
     ("relations_valid_at", "default"): "29aa85ff8f77bb88",
     ("entity_by_id", "default"): "93d67aacc1a71ed6",
     ("entity_details", "default"): "1a4de69cd791648b",
-    ("entity_seeds", "default"): "a4e3073b0ac986e9",
+    ("entity_seeds", "default"): "284f9c179c0e07c8",
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "63002ae055d21b31",
