@@ -9,7 +9,7 @@ from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS, ChunksByTextParams
 from kg.glossary import gloss
 from kg.languages import LanguageCode, index_weights
 from kg.resolve.normalize import transliterate
-from kg.search.fusion import fuse_chunks
+from kg.search.fusion import fuse, fuse_chunks
 from kg.search.models import ChunkHit
 from kg.search.retrieval import cognate_stems
 from kg.search.signals.base import (
@@ -76,14 +76,17 @@ class TextSignal:
                 text=query, texts=texts, fuzzy=fuzzy, k=k, ranked_only=ranked_only
             ),
         )
-        by_language: dict[str, list[ChunkHit]] = {}
         rows = by_score(result.rows)
-        hits = (
-            id_hits((str(r["id"]), float(r.get("score") or 0.0)) for r in rows)
-            if ranked_only
-            else chunk_hits(rows)
-        )
-        for row, hit in zip(rows, hits, strict=True):
+        if ranked_only:  # the same fusion on ids, hits made for the k kept only
+            ids: dict[str, list[str]] = {}
+            for row in rows:
+                ids.setdefault(str(row["language"]), []).append(str(row["id"]))
+            if len(ids) <= 1:
+                return id_hits((str(r["id"]), float(r.get("score") or 0.0)) for r in rows[:k])
+            fused = fuse(ids, weights, self._search.rrf_k)
+            return id_hits(sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        by_language: dict[str, list[ChunkHit]] = {}
+        for row, hit in zip(rows, chunk_hits(rows), strict=True):
             by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
             return next(iter(by_language.values()), [])[:k]
