@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -87,7 +88,7 @@ class Entities:
         return Neighborhood(
             entity=entity,
             entities=[
-                EntityHit.model_validate(e.hit().model_dump() | details.get(e.id, {}))
+                EntityHit.model_validate(dataclasses.asdict(e) | details.get(e.id, {}))
                 for e in others
             ],
             relations=ranked.relation_hits(len(ranked.relations)),

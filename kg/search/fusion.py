@@ -95,6 +95,18 @@ def confidence_weights(
     return out
 
 
+def fused_order(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float],
+    k: int,
+    limit: int | None = None,
+) -> list[tuple[str, float]]:
+    """:func:`fuse`'s keys with their scores, best first, then by key; the first ``limit``
+    only when given."""
+    order = sorted(fuse(rankings, weights, k).items(), key=lambda kv: (-kv[1], kv[0]))
+    return order if limit is None else order[: max(limit, 0)]
+
+
 def fuse_chunks(
     rankings: Mapping[str, Sequence[ChunkHit]],
     weights: Mapping[str, float],
@@ -103,12 +115,12 @@ def fuse_chunks(
 ) -> list[ChunkHit]:
     """Hybrid mode: one chunk list, ranked by weighted RRF of the signals' rankings; its first
     ``limit`` only when given (a hit is copied with its fused score: only those shown are)."""
-    fused = fuse({name: [c.id for c in hits] for name, hits in rankings.items()}, weights, k)
+    ids = {name: [c.id for c in hits] for name, hits in rankings.items()}
     by_id = {c.id: c for hits in rankings.values() for c in hits}
-    order = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
-    if limit is not None:
-        order = order[: max(limit, 0)]
-    return [by_id[cid].model_copy(update={"score": score}) for cid, score in order]
+    return [
+        by_id[cid].model_copy(update={"score": score})
+        for cid, score in fused_order(ids, weights, k, limit)
+    ]
 
 
 def vector_floor(search: SearchSettings, chunks: ChunkSettings) -> float:

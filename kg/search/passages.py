@@ -125,13 +125,13 @@ class PassageGraph:
             expanded[frontier] = True
             starts = self.entity_ptr[frontier]
             lens = np.minimum(self.entity_ptr[frontier + 1] - starts, per_entity)
-            reached = _distinct(self.entity_chunk[spans(starts, lens)], len(seen))
+            reached = distinct(self.entity_chunk[spans(starts, lens)], len(seen))
             fresh = reached[~seen[reached]]
             if not len(fresh):
                 break
             seen[fresh] = True
             starts = self.chunk_ptr[fresh]
-            ends = _distinct(
+            ends = distinct(
                 self.chunk_entity[spans(starts, self.chunk_ptr[fresh + 1] - starts)], len(expanded)
             )
             new = ends[~expanded[ends]]
@@ -148,9 +148,10 @@ class PassageGraph:
         return np.repeat(picked, lens), self.chunk_entity[at], self.chunk_about[at]
 
 
-def _distinct(values: Ints, size: int) -> Ints:
+def distinct(values: Ints, size: int) -> Ints:
     """The distinct values (each below ``size``), ascending: what ``np.unique`` gives, by
-    marking instead of sorting (a walk's hop had it as most of its time)."""
+    marking instead of sorting (a walk's hop had it as most of its time; PageRank's subgraph
+    numbers its nodes with it)."""
     marked = np.zeros(size, dtype=np.bool_)
     marked[values] = True
     return np.flatnonzero(marked).astype(np.int64, copy=False)

@@ -35,7 +35,7 @@ from kg.search.fusion import rrf
 from kg.search.kept import Stamp
 from kg.search.models import ChunkHit
 from kg.search.names import may_name, stamp_of
-from kg.search.passages import PassageGraph, Passages
+from kg.search.passages import PassageGraph, Passages, distinct
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.relations import RelationGraph, Relations
 from kg.search.retrieval import (
@@ -100,12 +100,9 @@ def _subgraph_pagerank(
     (their global numbers) and their scores."""
     keep = (s != d) & (w > 0) & np.isfinite(w)
     s, d, w = s[keep], d[keep], w[keep]
-    # the nodes in order, and each one's local number: a mark per global number (cheaper
-    # than sorting the ends, as np.unique would)
+    # the nodes in order, and each one's local number (marked, not sorted as np.unique would)
     size = 1 + max((int(a.max()) for a in (s, d, seed_nodes) if len(a)), default=-1)
-    touched = np.zeros(size, dtype=np.bool_)
-    touched[s] = touched[d] = touched[seed_nodes] = True
-    nodes = np.flatnonzero(touched).astype(np.int64)
+    nodes = distinct(np.concatenate([s, d, seed_nodes]).astype(np.int64, copy=False), size)
     local = np.empty(size, dtype=np.int64)
     local[nodes] = np.arange(len(nodes), dtype=np.int64)
     restart = np.bincount(local[seed_nodes], weights=seed_mass, minlength=len(nodes)).astype(

@@ -9,7 +9,7 @@ from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS, ChunksByTextParams
 from kg.glossary import gloss
 from kg.languages import LanguageCode, index_weights
 from kg.resolve.normalize import transliterate
-from kg.search.fusion import fuse, fuse_chunks
+from kg.search.fusion import fuse_chunks, fused_order
 from kg.search.models import ChunkHit
 from kg.search.retrieval import cognate_stems
 from kg.search.signals.base import (
@@ -83,8 +83,7 @@ class TextSignal:
                 ids.setdefault(str(row["language"]), []).append(str(row["id"]))
             if len(ids) <= 1:
                 return id_hits((str(r["id"]), float(r.get("score") or 0.0)) for r in rows[:k])
-            fused = fuse(ids, weights, self._search.rrf_k)
-            return id_hits(sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+            return id_hits(fused_order(ids, weights, self._search.rrf_k, k))
         by_language: dict[str, list[ChunkHit]] = {}
         for row, hit in zip(rows, chunk_hits(rows), strict=True):
             by_language.setdefault(str(row["language"]), []).append(hit)
