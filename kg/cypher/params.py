@@ -338,8 +338,15 @@ class ChunksByTextParams(TemplateParams):
     k: int = Field(20, ge=1, le=1000)
     ranked_only: bool = Field(
         False,
-        description="Ids, languages and scores only, no texts or documents: hybrid ranks ids "
-        "and reads the texts of the chunks it shows (graph_evidence).",
+        description="Ids, languages and scores, with texts and documents for each language's "
+        "first `texted` chunks only: hybrid ranks ids and reads the texts of the other chunks "
+        "it shows (graph_evidence).",
+    )
+    texted: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="With `ranked_only`: how many chunks a language gives with their texts.",
     )
 
     def variant(self) -> str:
@@ -368,6 +375,7 @@ class ChunksByTextParams(TemplateParams):
             "k": self.k,
             "fetch": self.fetch(self.k),
             "limit": self.k * len(LANGUAGES),
+            "texted": self.texted,
         }
 
 

@@ -35,7 +35,7 @@ import asyncio
 import dataclasses
 import math
 import time
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -91,18 +91,25 @@ from kg.settings import Settings
 from kg.words import form
 
 
-async def _all(steps: Mapping[str, Coroutine[Any, Any, Any]]) -> dict[str, Any]:
-    """Run the steps concurrently; on the first failure cancel the rest and raise it."""
-    tasks = {name: asyncio.ensure_future(step) for name, step in steps.items()}
-    try:
-        await asyncio.gather(*tasks.values())
-    except BaseException:
-        for task in tasks.values():
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(*tasks.values(), return_exceptions=True)
-        raise
-    return {name: task.result() for name, task in tasks.items()}
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Evidence:
+    """One ``graph_evidence`` read: chunk hits with texts and entity details by id, and the
+    entities it was asked for (one it found no details for keeps its hit as it is)."""
+
+    chunks: dict[str, ChunkHit]
+    entities: dict[str, dict[str, Any]]
+    entity_ids: frozenset[str]
+
+
+def _settle(early: asyncio.Future[Any] | None) -> None:
+    """An early read the search no longer needs: cancelled when still running, its failure
+    taken when it failed (asyncio would otherwise log it as never retrieved)."""
+    if early is None:
+        return
+    if not early.done():
+        early.cancel()
+    elif not early.cancelled():
+        early.exception()
 
 
 class SearchService:
@@ -241,6 +248,7 @@ class SearchService:
             await self.guard.check_relation_types(req.relation_types)
         n = max(req.limit, self._search.candidates) if req.mode == "hybrid" else req.limit
         reranker = self._reranker if rerank else None
+        shown = max(req.limit, self._search.rerank.top_n if reranker is not None else 0)
         if reranker is not None:  # the rerank stage (kg.search.rerank) sees the top N
             n = max(n, self._search.rerank.top_n)
         if req.as_of is not None:  # room for the chunks of documents dated after it
@@ -269,21 +277,22 @@ class SearchService:
                 if {"graph", "vector"} <= set(names)
                 else None
             ),
+            shown=shown,
         )
         try:
-            done: dict[str, SignalResult] = await _all(
-                {name: self._signal(name, query) for name in names}
-            )
+            done, early = await self._run_signals(query, names, req.limit)
         except QueryRejected as exc:
             raise only_sent(exc, SearchRequest.model_fields, "local search") from exc
-        if req.as_of is not None:
-            done = await self._dated(done, req.as_of)
-        ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
-        shown = max(req.limit, self._search.rerank.top_n if reranker is not None else 0)
-        chunks = self._fuse(done, shown) if req.mode == "hybrid" else done[req.mode].chunks
-        chunks, entities = await self._evidence(
-            chunks[:shown], ranked.entity_hits(req.limit), done.values()
-        )
+        try:
+            if req.as_of is not None:
+                done = await self._dated(done, req.as_of)
+            ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
+            chunks = self._fuse(done, shown) if req.mode == "hybrid" else done[req.mode].chunks
+            chunks, entities = await self._evidence(
+                chunks[:shown], ranked.entity_hits(req.limit), done.values(), early
+            )
+        finally:
+            _settle(early)
         reranked: RerankOutcome | None = None
         if reranker is not None:
             chunks, reranked = await reranker.rerank(req.query, chunks)
@@ -318,6 +327,70 @@ class SearchService:
             name: dataclasses.replace(r, chunks=[h for h in r.chunks if h.id not in later])
             for name, r in done.items()
         }
+
+    async def _run_signals(
+        self, query: SignalQuery, names: Sequence[str], entity_limit: int
+    ) -> tuple[dict[str, SignalResult], asyncio.Future[_Evidence] | None]:
+        """Every signal's result, run concurrently, and the early evidence read when one
+        started. In hybrid the graph and vector signals rank in memory and are done while
+        the text signal's read runs: then the texts of their first chunks and the details of
+        the entities the response shows are read at once, beside it, not after fusion."""
+        tasks = {name: asyncio.ensure_future(self._signal(name, query)) for name in names}
+        early: asyncio.Future[_Evidence] | None = None
+        try:
+            text = tasks.get("text")
+            in_memory = [task for name, task in tasks.items() if name != "text"]
+            if text is not None and in_memory:
+                await asyncio.gather(*in_memory)
+                if not text.done():
+                    results = [task.result() for task in in_memory]
+                    early = self._early_evidence(results, query.shown, entity_limit)
+            await asyncio.gather(*tasks.values())
+        except BaseException:
+            pending: list[asyncio.Future[Any]] = [*tasks.values()]
+            if early is not None:
+                pending.append(early)
+            for task in pending:
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            raise
+        return {name: task.result() for name, task in tasks.items()}, early
+
+    def _early_evidence(
+        self, results: list[SignalResult], shown: int, entity_limit: int
+    ) -> asyncio.Future[_Evidence] | None:
+        """The evidence read for what the finished signals would show: their first ``shown``
+        chunks without texts, and the ranked entities; None when there is nothing to read."""
+        chunk_ids = list(
+            dict.fromkeys(hit.id for r in results if not r.texts for hit in r.chunks[:shown])
+        )
+        ranked = next((r.ranked for r in results if r.ranked is not None), Ranked())
+        entity_ids = [hit.id for hit in ranked.entity_hits(entity_limit)]
+        if not chunk_ids and not entity_ids:
+            return None
+        return asyncio.ensure_future(self._read_evidence(chunk_ids, entity_ids))
+
+    async def _read_evidence(self, chunk_ids: list[str], entity_ids: list[str]) -> _Evidence:
+        """One ``graph_evidence`` read: chunk hits with their texts, entity details, by id."""
+        result = await self.guard.run(
+            "graph_evidence",
+            GraphEvidenceParams.model_construct(
+                chunk_ids=chunk_ids,
+                entity_ids=entity_ids,
+                limit=max(1, len(chunk_ids), len(entity_ids)),
+            ),
+        )
+        return _Evidence(
+            chunks={
+                hit.id: hit
+                for hit in chunk_hits([r for r in result.rows if r.get("kind") == "chunk"])
+            },
+            entities={
+                str(r["id"]): entity_detail(r) for r in result.rows if r.get("kind") == "entity"
+            },
+            entity_ids=frozenset(entity_ids),
+        )
 
     async def _signal(self, name: str, query: SignalQuery) -> SignalResult:
         """One signal's ranking, observed (``kg.search.signal``)."""
@@ -356,29 +429,29 @@ class SearchService:
         chunks: list[ChunkHit],
         entities: list[EntityHit],
         results: Iterable[SignalResult],
+        early: asyncio.Future[_Evidence] | None = None,
     ) -> tuple[list[ChunkHit], list[EntityHit]]:
         """The chunks with their texts and documents, and the entities with their description
-        and aliases, in one ``graph_evidence`` read: the signals rank ids (the graph and the
-        kept chunk vectors read no text), and only what the response shows is read, once. A
-        chunk a text-carrying signal brought needs no read; one the graph no longer holds is
-        dropped."""
-        known = {hit.id: hit for r in results if r.texts for hit in r.chunks}
+        and aliases: the signals rank ids (the graph and the kept chunk vectors read no text),
+        and only what the response shows is read, in one ``graph_evidence`` read, or none when
+        the early read (:meth:`_run_signals`) and the text signal's texts hold it all. A chunk a
+        text-carrying signal brought needs no read; one the graph no longer holds is dropped."""
+        known: dict[str, ChunkHit] = {}
+        for r in results:
+            known.update({hit.id: hit for hit in r.chunks} if r.texts else r.texted)
+        details: dict[str, dict[str, Any]] = {}
+        entities_read = not entities
+        if early is not None:
+            read = await early
+            known.update(read.chunks)
+            if read.entity_ids.issuperset(e.id for e in entities):
+                details, entities_read = read.entities, True
         missing = [c.id for c in chunks if c.id not in known]
-        if not missing and not entities:
-            return chunks, entities
-        result = await self.guard.run(
-            "graph_evidence",
-            GraphEvidenceParams.model_construct(
-                chunk_ids=missing,
-                entity_ids=[e.id for e in entities],
-                limit=max(1, len(missing), len(entities)),
-            ),
-        )
-        known.update(
-            (hit.id, hit)
-            for hit in chunk_hits([r for r in result.rows if r.get("kind") == "chunk"])
-        )
-        details = {str(r["id"]): entity_detail(r) for r in result.rows if r.get("kind") == "entity"}
+        if missing or not entities_read:
+            wanted = [] if entities_read else [e.id for e in entities]
+            later = await self._read_evidence(missing, wanted)
+            known.update(later.chunks)
+            details = details if entities_read else later.entities
         filled = [
             hit.model_copy(
                 update={

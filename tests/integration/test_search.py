@@ -343,6 +343,54 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
     assert ran.count("graph_evidence") == 2
 
 
+def test_hybrid_reads_the_texts_it_shows_beside_the_text_read(
+    graph: Driver, settings: Settings
+) -> None:
+    """The graph and vector signals rank in memory and finish while the text signal's read
+    runs: the texts of their first chunks and the shown entities' details are read then, beside
+    it, and the text read brings the texts of its own first chunks; nothing is read after
+    fusion. The text read is held back here (200 ms) so that it is surely the last to finish."""
+    question = "Which service settles invoices for the Ledger DB?"
+    db = settings.neo4j.database
+
+    async def run(service: SearchService) -> tuple[SearchResponse, list[str]]:
+        req = SearchRequest(query=question, mode="hybrid", limit=5)
+        await service.local_search(req)  # the kept structures are read once
+        events: list[str] = []
+        guarded = service.guard.run
+
+        async def observed(name: str, params: Any) -> Any:
+            events.append(f"start {name}")
+            if name == "chunks_by_text":
+                await asyncio.sleep(0.2)
+            result = await guarded(name, params)
+            events.append(f"end {name}")
+            return result
+
+        service.guard.run = observed  # type: ignore[method-assign]
+        return await service.local_search(req), events
+
+    response, events = with_service(settings, run)
+    assert sorted(e for e in events if e.startswith("start")) == [
+        "start chunks_by_text",
+        "start graph_evidence",
+    ], events
+    assert events.index("start graph_evidence") < events.index("end chunks_by_text"), events
+    assert response.chunks and response.entities
+    stored = {
+        r["id"]: (r["text"], r["path"])
+        for r in graph.execute_query(
+            "MATCH (c:Chunk)-[:PART_OF]->(d:Document) RETURN c.id AS id, c.text AS text, "
+            "d.path AS path",
+            database_=db,
+        ).records
+    }
+    for chunk in response.chunks:
+        assert (chunk.text, chunk.document_path) == stored[chunk.id], chunk
+    ledger = {e.id: e for e in response.entities}["ledger"]
+    assert ledger.description == "Double-entry ledger."
+
+
 def _write_chunk(driver: Driver, database: str, chunk_id: str, text: str) -> None:
     """A chunk of doc-pay with its vector, written by ``driver`` (its own bookmarks)."""
     from kg.resolve.embed import make_chunk_embedder

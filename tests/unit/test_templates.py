@@ -49,7 +49,7 @@ PINNED = {
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "ab7e536822b8fb88",
-    ("chunks_by_text", "ranked"): "244356811153a7f5",
+    ("chunks_by_text", "ranked"): "ab859c810cfa6ef8",
     ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "0e0665eb8d091494",
@@ -117,7 +117,14 @@ def test_retrieval_templates_verbatim() -> None:
     ranked = REGISTRY.get("chunks_by_text").texts["ranked"]
     assert ranked.startswith(REGISTRY.get("chunks_by_text").texts["default"].split("OPTIONAL")[0])
     assert ranked.endswith(
-        "RETURN collect({language: q.language, id: c.id, score: score})[..$read_rows] AS rows"
+        "WITH q, collect({c: c, score: score}) AS found\n"
+        "UNWIND range(0, size(found) - 1) AS i\n"
+        "WITH q, found[i].c AS c, found[i].score AS score, i < $texted AS texted\n"
+        "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document) WHERE texted\n"
+        "RETURN collect({language: q.language, id: c.id, score: score,\n"
+        "       text: CASE WHEN texted THEN c.text END,\n"
+        "       chunk_index: CASE WHEN texted THEN c.index END,\n"
+        "       document_id: d.id, document_path: d.path})[..$read_rows] AS rows"
     )
     assert "text: c.text" not in ranked
     assert REGISTRY.get("passage_hop").texts["default"] == (

@@ -113,6 +113,9 @@ class SignalQuery:
     # graph's counts as linking read them (None: not read), so the vector signal needs no
     # round trip of its own to know whether its kept vectors are current.
     linked_stamp: asyncio.Future[Stamp | None] | None = None
+    # How many chunks the response shows (0: the request's limit): a signal ranking ids may
+    # bring the texts of its first ones.
+    shown: int = 0
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,10 @@ class SignalResult:
     # Multiplies the signal's fusion weight for this search (None: the weight as set).
     fusion_scale: float | None = None
     # False: the hits carry ids and scores only; the service reads the texts and documents
-    # of those it returns, once, after fusion (kg/search/service.py).
+    # of those it returns (kg/search/service.py), except those in ``texted``.
     texts: bool = True
+    # Some of the chunks with their texts and documents, by id (texts=False only).
+    texted: Mapping[str, ChunkHit] = field(default_factory=dict)
 
 
 class Signal(Retriever[SignalQuery, SignalResult], Protocol):

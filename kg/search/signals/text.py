@@ -34,11 +34,16 @@ class TextSignal:
     async def search(self, query: SignalQuery) -> SignalResult:
         # In hybrid the fused list shows a few of the ~100 chunks ranked here: they are
         # ranked by id and score, and the service reads the texts of those it shows.
-        ranked_only = query.request.mode == "hybrid"
-        chunks = await self._text_chunks(
-            query.request.query, query.k, query.translations, ranked_only=ranked_only
+        if query.request.mode != "hybrid":
+            chunks, _ = await self._text_chunks(query.request.query, query.k, query.translations)
+            return SignalResult(chunks=chunks)
+        chunks, texted = await self._text_chunks(
+            query.request.query,
+            query.k,
+            query.translations,
+            texted=query.shown or query.request.limit,
         )
-        return SignalResult(chunks=chunks, texts=not ranked_only)
+        return SignalResult(chunks=chunks, texts=False, texted=texted)
 
     async def _text_chunks(
         self,
@@ -46,17 +51,20 @@ class TextSignal:
         k: int,
         texts: Mapping[LanguageCode, str] | None = None,
         *,
-        ranked_only: bool = False,
-    ) -> list[ChunkHit]:
+        texted: int | None = None,
+    ) -> tuple[list[ChunkHit], dict[str, ChunkHit]]:
         """Lucene BM25 over chunk text and document title in each language's index, the
         rankings fused by how much of the question each language's script holds
         (:func:`kg.languages.index_weights`). ``texts`` gives a language its own text (a
         translation); without one, the English index gets a Russian question with its gloss
         (:func:`kg.glossary.gloss`: «белок» -> protein), its transliteration, and its
         transliterated stems as fuzzy terms (:func:`kg.search.retrieval.cognate_stems`), so
-        ``Теслы`` meets ``Tesla``; the Russian index gets an English question with its gloss."""
+        ``Теслы`` meets ``Tesla``; the Russian index gets an English question with its gloss.
+
+        ``texted`` (hybrid): the hits carry ids and scores, and the first ``texted`` of each
+        language come with their texts too, by id."""
         if not escape_lucene(query):
-            return []
+            return [], {}
         # A translation with its names, or a question with its transliteration, may outgrow
         # what the template takes; only the first 64 words are searched anyway.
         texts = {code: text[:MAX_TEXT_CHARS] for code, text in (texts or {}).items()}
@@ -73,20 +81,28 @@ class TextSignal:
         result = await self._guard.run(
             "chunks_by_text",
             ChunksByTextParams.model_construct(
-                text=query, texts=texts, fuzzy=fuzzy, k=k, ranked_only=ranked_only
+                text=query,
+                texts=texts,
+                fuzzy=fuzzy,
+                k=k,
+                ranked_only=texted is not None,
+                texted=texted or 0,
             ),
         )
         rows = by_score(result.rows)
-        if ranked_only:  # the same fusion on ids, hits made for the k kept only
+        if texted is not None:  # the same fusion on ids, hits made for the k kept only
+            with_text = chunk_hits([r for r in rows if r.get("text") is not None])
             ids: dict[str, list[str]] = {}
             for row in rows:
                 ids.setdefault(str(row["language"]), []).append(str(row["id"]))
             if len(ids) <= 1:
-                return id_hits((str(r["id"]), float(r.get("score") or 0.0)) for r in rows[:k])
-            return id_hits(fused_order(ids, weights, self._search.rrf_k, k))
+                order = [(str(r["id"]), float(r.get("score") or 0.0)) for r in rows[:k]]
+            else:
+                order = fused_order(ids, weights, self._search.rrf_k, k)
+            return id_hits(order), {hit.id: hit for hit in with_text}
         by_language: dict[str, list[ChunkHit]] = {}
         for row, hit in zip(rows, chunk_hits(rows), strict=True):
             by_language.setdefault(str(row["language"]), []).append(hit)
         if len(by_language) <= 1:
-            return next(iter(by_language.values()), [])[:k]
-        return fuse_chunks(by_language, weights, self._search.rrf_k, k)
+            return next(iter(by_language.values()), [])[:k], {}
+        return fuse_chunks(by_language, weights, self._search.rrf_k, k), {}
