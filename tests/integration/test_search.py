@@ -376,7 +376,8 @@ def test_hybrid_reads_the_texts_it_shows_beside_the_text_read(
         "start graph_evidence",
     ], events
     assert events.index("start graph_evidence") < events.index("end chunks_by_text"), events
-    assert response.chunks and response.entities
+    assert response.chunks
+    assert response.entities
     stored = {
         r["id"]: (r["text"], r["path"])
         for r in graph.execute_query(
