@@ -366,7 +366,7 @@ class SearchService:
             dict.fromkeys(hit.id for r in results if not r.texts for hit in r.chunks[:shown])
         )
         ranked = next((r.ranked for r in results if r.ranked is not None), Ranked())
-        entity_ids = [hit.id for hit in ranked.entity_hits(entity_limit)]
+        entity_ids = [e.id for e in ranked.entities[: max(entity_limit, 0)]]
         if not chunk_ids and not entity_ids:
             return None
         return asyncio.ensure_future(self._read_evidence(chunk_ids, entity_ids))
