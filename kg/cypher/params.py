@@ -446,6 +446,14 @@ class FactPageParams(TemplateParams):
     limit: int = Field(1000, ge=1, le=5000)
 
 
+class EntityPageParams(TemplateParams):
+    """One page of entities with their vectors, by id after ``after``
+    (kg.search.entity_vectors)."""
+
+    after: str = Field("", max_length=MAX_ID_CHARS)
+    limit: int = Field(1000, ge=1, le=5000)
+
+
 class ChunkPageParams(TemplateParams):
     """One page of chunks with their vectors, by id after ``after`` (kg.search.chunk_vectors)."""
 

@@ -357,6 +357,17 @@ CHUNK_PAGE: LiteralString = (
     "[..$read_rows] AS rows"
 )
 
+# The per-process entity vectors (kg/search/entity_vectors.py): the fuzzy seeds' vector half
+# in memory. Entities in id order (the entity_id constraint's index serves the order and the
+# seek past $after), with name and type (a seed is ranked by its type), one page per call.
+ENTITY_PAGE: LiteralString = (
+    "MATCH (e:Entity) WHERE e.id > $after\n"
+    "WITH e ORDER BY e.id\n"
+    "LIMIT $limit\n"
+    "RETURN collect({id: e.id, name: e.name, type: e.type, embedding: e.embedding,\n"
+    "       namespaces: e.namespaces})[..$read_rows] AS rows"
+)
+
 EVIDENCE_CHUNKS: LiteralString = (
     "CALL () {\n"
     "  UNWIND $chunk_ids AS cid\n"

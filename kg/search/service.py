@@ -279,6 +279,27 @@ class SearchService:
             ),
             shown=shown,
         )
+        chunks, entities, ranked = await self._ranked(query, names, shown)
+        reranked: RerankOutcome | None = None
+        if reranker is not None:
+            chunks, reranked = await reranker.rerank(req.query, chunks)
+        return SearchResponse(
+            entities=entities,
+            relations=ranked.relation_hits(req.limit),
+            chunks=chunks[: req.limit],
+            template="+".join(self._signals[name].template for name in names),
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
+            translations=list(translated.values()),
+            translation_error=translation_error,
+            rerank=reranked,
+        )
+
+    async def _ranked(
+        self, query: SignalQuery, names: Sequence[str], shown: int
+    ) -> tuple[list[ChunkHit], list[EntityHit], Ranked]:
+        """The signals' rankings, fused in hybrid, the first ``shown`` chunks and the shown
+        entities with their texts and details, and the ranking of entities and relations."""
+        req = query.request
         try:
             done, early = await self._run_signals(query, names, req.limit)
         except QueryRejected as exc:
@@ -293,19 +314,7 @@ class SearchService:
             )
         finally:
             _settle(early)
-        reranked: RerankOutcome | None = None
-        if reranker is not None:
-            chunks, reranked = await reranker.rerank(req.query, chunks)
-        return SearchResponse(
-            entities=entities,
-            relations=ranked.relation_hits(req.limit),
-            chunks=chunks[: req.limit],
-            template="+".join(self._signals[name].template for name in names),
-            took_ms=round((time.perf_counter() - started) * 1000, 3),
-            translations=list(translated.values()),
-            translation_error=translation_error,
-            rerank=reranked,
-        )
+        return chunks, entities, ranked
 
     async def _dated(
         self, done: dict[str, SignalResult], as_of: date | datetime

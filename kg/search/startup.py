@@ -145,6 +145,8 @@ def warm_up_calls(
     calls: list[tuple[str, dict[str, Any]]] = [
         ("entity_seeds", {"embedding": [1.0] * entity_dim, "text": "kg",
                           "k": search.seeds * CANDIDATES_PER_SEED}),
+        # with the kept entity vectors only the fulltext half is asked (no embedding)
+        ("entity_seeds", {"text": "kg", "k": search.seeds * CANDIDATES_PER_SEED}),
         ("chunks_by_text", {"text": "kg", "k": search.candidates}),
         ("chunks_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.candidates}),
         ("graph_counts", {}),
@@ -153,6 +155,7 @@ def warm_up_calls(
         ("relation_page", {"after": "", "limit": RELATION_PAGE, "per_entity": PER_ENTITY}),
         ("fact_page", {"after": "", "limit": 1000}),
         ("chunk_page", {"after": "", "limit": 2000}),
+        ("entity_page", {"after": "", "limit": 2000}),
         ("facts_by_vector", {"embedding": [1.0] * chunk_dim, "k": search.fact_seeds or 5}),
     ]  # fmt: skip
     for size in _WARM_SIZES:

@@ -319,6 +319,7 @@ def test_templates_marked_without_temporals_return_plain_json(
         "mention_page": {},
         "fact_page": {},
         "chunk_page": {},
+        "entity_page": {},
         "facts_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
         "chunks_by_vector": {"embedding": [1.0] * settings.chunks.embedding_dim, "k": 5},
         "chunks_by_text": {"text": "payment"},

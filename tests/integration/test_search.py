@@ -392,6 +392,44 @@ def test_hybrid_reads_the_texts_it_shows_beside_the_text_read(
     assert ledger.description == "Double-entry ledger."
 
 
+def test_fuzzy_seeds_take_their_vector_half_from_the_kept_entity_vectors(
+    graph: Driver, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question that names no entity is seeded from the entities nearest to it and the
+    names its words match: the nearest come from the entity vectors kept per process (read
+    once, ``entity_page``), and ``entity_seeds`` asks the fulltext index only. It ranks as the
+    vector index did (on this small graph the index is exact); with too many vectors to keep
+    the index is asked, as before."""
+    import kg.search.entity_vectors as entity_vectors
+
+    question = "Which team owns the money systems?"
+    req = SearchRequest(query=question, mode="graph", depth=1)
+
+    async def run(service: SearchService) -> tuple[SearchResponse, list[tuple[str, Any]]]:
+        reads = record_reads(service)
+        await service.local_search(req)
+        return await service.local_search(req), reads
+
+    kept, kept_reads = with_service(settings, run)
+    # none kept (the first page of one already holds more than the most kept): the index
+    monkeypatch.setattr(entity_vectors, "MAX_BYTES", 0)
+    monkeypatch.setattr(entity_vectors, "PAGE", 1)
+    index, index_reads = with_service(settings, run)
+
+    seeds = [p for name, p in kept_reads if name == "entity_seeds"]
+    assert len(seeds) == 2
+    assert all(p.embedding is None for p in seeds)
+    assert [name for name, _ in kept_reads].count("entity_page") == 1
+    assert all(p.embedding for name, p in index_reads if name == "entity_seeds")
+    assert kept.entities
+    assert [(e.id, e.hops) for e in kept.entities] == [(e.id, e.hops) for e in index.entities]
+    assert [e.score for e in kept.entities] == pytest.approx([e.score for e in index.entities])
+    assert [c.id for c in kept.chunks] == [c.id for c in index.chunks]
+    for entity in kept.entities:  # the details of a seed ranked from the kept vectors
+        assert entity.name
+        assert entity.name != entity.id
+
+
 def _write_chunk(driver: Driver, database: str, chunk_id: str, text: str) -> None:
     """A chunk of doc-pay with its vector, written by ``driver`` (its own bookmarks)."""
     from kg.resolve.embed import make_chunk_embedder

@@ -228,6 +228,7 @@ def template_calls(embedding: list[float]) -> list[tuple[str, str, dict[str, Any
          {"after": "", "limit": 10_000, "per_entity": 10_000}),
         ("fact_page", "fact_page", {"after": "", "limit": 5000}),
         ("chunk_page", "chunk_page", {"after": "", "limit": 5000}),
+        ("entity_page", "entity_page", {"after": "", "limit": 5000}),
         ("facts_by_vector", "facts_by_vector", {"embedding": embedding, "k": 100}),
         ("namespaces", "namespaces", {}),
         ("chunks_dated_after", "chunks_dated_after",

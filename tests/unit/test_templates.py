@@ -45,6 +45,7 @@ PINNED = {
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "63002ae055d21b31",
+    ("entity_page", "default"): "644fb600fe4db8d7",
     ("chunk_page", "default"): "89db01abad980823",
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
@@ -185,6 +186,13 @@ def test_retrieval_templates_verbatim() -> None:
         "RETURN collect({id: f.id, subject_id: f.subject_id, object_id: f.object_id,\n"
         "       embedding: f.embedding, namespaces: f.namespaces})[..$read_rows] AS rows"
     )
+    assert REGISTRY.get("entity_page").texts["default"] == (
+        "MATCH (e:Entity) WHERE e.id > $after\n"
+        "WITH e ORDER BY e.id\n"
+        "LIMIT $limit\n"
+        "RETURN collect({id: e.id, name: e.name, type: e.type, embedding: e.embedding,\n"
+        "       namespaces: e.namespaces})[..$read_rows] AS rows"
+    )
     assert REGISTRY.get("mention_page").texts["default"] == (
         "MATCH (c:Chunk) WHERE c.id > $after\n"
         "WITH c ORDER BY c.id\n"
@@ -235,7 +243,7 @@ def test_every_scoped_template_names_the_scope_and_only_caches_read_everything()
     whole = {t.name for t in REGISTRY if t.whole_graph}
     assert whole == {
         "corpus_languages", "graph_counts", "counted_links", "name_page", "mention_page",
-        "relation_page", "fact_page", "chunk_page",
+        "relation_page", "fact_page", "chunk_page", "entity_page",
     }  # fmt: skip
     assert {t.name for t in REGISTRY if not t.scoped} == whole - {"counted_links"}
     for template in REGISTRY:

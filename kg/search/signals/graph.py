@@ -30,6 +30,7 @@ from kg.cypher.params import (
     PassageHopParams,
     SeedExpansionParams,
 )
+from kg.search.entity_vectors import EntityVectors
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
 from kg.search.kept import Stamp
@@ -145,6 +146,7 @@ class GraphSignal:
         self._relation_graph = Relations(context.guard)
         self._facts = Facts(context.guard, self._chunk_dim)
         self._chunk_vectors = context.chunk_vectors
+        self._entity_vectors = EntityVectors(context.guard, self._dim)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -162,17 +164,32 @@ class GraphSignal:
     async def _seeds(
         self, query: str, embedding: list[float] | None
     ) -> dict[str, tuple[float, Mapping[str, Any]]]:
-        """Fuzzy candidates: the entity vector and fulltext indexes' hits fused by RRF."""
+        """Fuzzy candidates: the entities nearest to the question (the kept entity vectors,
+        else the vector index) and the entity names its words match (the fulltext index),
+        fused by RRF."""
         if embedding is None and not escape_lucene(query):
             return {}
         k = self._search.seeds * CANDIDATES_PER_SEED
         # The question with its translations and their names may outgrow what the template
         # takes; only its first 64 words are searched anyway (kg.cypher.lucene).
         text = query[:MAX_TEXT_CHARS]
-        result = await self._guard.run(
-            "entity_seeds", EntitySeedsParams.model_construct(embedding=embedding, text=text, k=k)
-        )
-        row = result.rows[0] if result.rows else {"vector": [], "fulltext": []}
+        # The vector half from the kept entity vectors (exact, in the scope), the read asks
+        # the fulltext index only; without them both indexes are asked.
+        nearest: list[dict[str, Any]] | None = None
+        if embedding is not None:
+            stamp = await self._names.last_stamp()
+            matrix = await self._entity_vectors.for_stamp(stamp)
+            if matrix is not None:
+                nearest = matrix.nearest(embedding, k, scope.current())
+        row: Mapping[str, Any] = {"vector": [], "fulltext": []}
+        if nearest is None or escape_lucene(text):
+            params = EntitySeedsParams.model_construct(
+                embedding=embedding if nearest is None else None, text=text, k=k
+            )
+            result = await self._guard.run("entity_seeds", params)
+            row = result.rows[0] if result.rows else row
+        if nearest is not None:
+            row = {**row, "vector": nearest}
         info: dict[str, Mapping[str, Any]] = {}
         rankings: list[list[str]] = []
         for key in ("vector", "fulltext"):
