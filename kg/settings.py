@@ -579,6 +579,16 @@ class SearchSettings(BaseModel):
         description="`hybrid`: the graph signal's fusion weight is multiplied by this when the "
         "question names no entity (its seeds are only the entity indexes' fuzzy candidates).",
     )
+    heading_link_weight: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="Graph: a link through a one-word section heading (a `Section` entity of "
+        "the document graph named by one word: usually an ordinary word of the corpus, "
+        "sometimes a name) weighs this much of its specificity (0 drops it). When such links "
+        "are all a question has, `hybrid` weighs the graph signal as if the question named "
+        "nothing (`unlinked_graph_weight`).",
+    )
     fusion_k: int = Field(
         2, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
     )

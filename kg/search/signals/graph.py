@@ -30,6 +30,7 @@ from kg.cypher.params import (
     PassageHopParams,
     SeedExpansionParams,
 )
+from kg.docgraph import SECTION
 from kg.search.entity_vectors import EntityVectors
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
@@ -208,11 +209,11 @@ class GraphSignal:
 
     async def _link(
         self, query: str
-    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int]]:
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], set[str]]:
         """Seeds: entities the question names (longest n-gram matches), each weighted by its
         specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
         ``Kafka``). Also returns the positions of the question's words that the links
-        consumed."""
+        consumed, and the seeds linked through a one-word section heading only (weak)."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows = await self._exact(list(lookups)) if lookups else []
@@ -228,10 +229,23 @@ class GraphSignal:
                 for gram_words in lookups.get(phrase, ()):
                     hits.setdefault(gram_words, []).append(eid)
         links = longest_links(grams, hits)
-        seeds = {eid: specificity(mentions[eid]) for eid in links}
+        # A one-word section heading ("Application", «Объявление») is mentioned by its own
+        # section only, so it looks as specific as a name; the word is usually an ordinary
+        # word of the corpus, and the link weak evidence (docs/search.md, "Headings").
+        weak = {
+            eid
+            for eid, gram in links.items()
+            if gram.end - gram.start == 1 and info[eid].get("type") == SECTION
+        }
+        seeds = {
+            eid: specificity(mentions[eid])
+            * (self._search.heading_link_weight if eid in weak else 1.0)
+            for eid in links
+        }
         consumed = {i for gram in links.values() for i in range(gram.start, gram.end)}
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
-        return {eid: (weight, info[eid]) for eid, weight in best if weight > 0}, consumed
+        kept = {eid: (weight, info[eid]) for eid, weight in best if weight > 0}
+        return kept, consumed, weak & kept.keys()
 
     async def _fuzzy(
         self, query: str, vectors: QuestionVectors
@@ -359,9 +373,10 @@ class GraphSignal:
         """Link (``link_text``: the question and its translations) and match facts and
         passages (``question``: in English when translated), expand (relations and passages),
         propagate, rank; see docs/search.md. The flag says whether the question named an
-        entity or matched a fact (else the seeds are fuzzy candidates)."""
+        entity or matched a fact (else the seeds are fuzzy candidates, or one-word headings'
+        weak links)."""
         req, k, vectors = query.request, query.k, query.vectors
-        (linked, consumed), (facts, dense) = await asyncio.gather(
+        (linked, consumed, weak), (facts, dense) = await asyncio.gather(
             self._link(link_text), self._anchors(question, vectors)
         )
         stamp, _ = self._names.last()
@@ -377,10 +392,12 @@ class GraphSignal:
         if graph is not None and namespaces is not None:
             graph = graph.within(namespaces)
         seeds = dict(linked)
-        for eid, weight in fact_seeds(facts, linked, graph, self._search.fact_weight).items():
+        matched = fact_seeds(facts, linked, graph, self._search.fact_weight)
+        for eid, weight in matched.items():
             old, info = seeds.get(eid, (0.0, {"id": eid}))
             seeds[eid] = (old + weight, info)
-        named = bool(seeds)
+        # named: some seed is more than a one-word heading's link (a fact match counts)
+        named = any(eid not in weak or eid in matched for eid in seeds)
         if not seeds:
             seeds = await self._fuzzy(link_text, vectors)
         if not seeds:
