@@ -101,6 +101,22 @@ class _Evidence:
     entity_ids: frozenset[str]
 
 
+async def _until_done(
+    tasks: Sequence[asyncio.Future[Any]], also_failing: Sequence[asyncio.Future[Any]]
+) -> None:
+    """Until every one of ``tasks`` is done; the first failure among them or
+    ``also_failing`` is raised at once (a text read refused in a millisecond must not wait
+    for the graph signal)."""
+    waiting = {*tasks, *also_failing}
+    while any(not task.done() for task in tasks):
+        finished, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        for task in finished:
+            if not task.cancelled() and (failure := task.exception()) is not None:
+                raise failure
+    for task in tasks:
+        task.result()  # a failure or cancellation among them, raised
+
+
 def _settle(early: asyncio.Future[Any] | None) -> None:
     """An early read the search no longer needs: cancelled when still running, its failure
     taken when it failed (asyncio would otherwise log it as never retrieved)."""
@@ -350,7 +366,7 @@ class SearchService:
             text = tasks.get("text")
             in_memory = [task for name, task in tasks.items() if name != "text"]
             if text is not None and in_memory:
-                await asyncio.gather(*in_memory)
+                await _until_done(in_memory, also_failing=[text])
                 if not text.done():
                     results = [task.result() for task in in_memory]
                     early = self._early_evidence(results, query.shown, entity_limit)
