@@ -242,12 +242,10 @@ class GraphSignal:
             * (self._search.heading_link_weight if eid in weak else 1.0)
             for eid in links
         }
-        # a weak link weighed 0 links nothing: its word stays free (asked types)
+        # a link weighed 0 (a weak one, at heading_link_weight 0) links nothing: its word
+        # stays free for asked types
         consumed = {
-            i
-            for eid, gram in links.items()
-            if seeds[eid] > 0 or eid not in weak
-            for i in range(gram.start, gram.end)
+            i for eid, gram in links.items() if seeds[eid] > 0 for i in range(gram.start, gram.end)
         }
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         kept = {eid: (weight, info[eid]) for eid, weight in best if weight > 0}

@@ -33,7 +33,8 @@ class TextSignal:
 
     async def search(self, query: SignalQuery) -> SignalResult:
         # In hybrid the fused list shows a few of the ~100 chunks ranked here: they are
-        # ranked by id and score, and the service reads the texts of those it shows.
+        # ranked by id and score, each language's first `shown` with their texts; the service
+        # reads the texts of the others it shows.
         if query.request.mode != "hybrid":
             chunks, _ = await self._text_chunks(query.request.query, query.k, query.translations)
             return SignalResult(chunks=chunks)
