@@ -287,7 +287,8 @@ RELATIONS_VALID_AT: LiteralString = (
 )
 
 # Scoped, the indexes are asked for $fetch candidates (more than $k: neither index can filter
-# first in Neo4j 5.26) and the first $k in the scope kept.
+# first in Neo4j 5.26) and the first $k in the scope kept. The names' fulltext index is asked
+# for as many scoped or not ($name_fetch, kg.cypher.params), and equal scores go by id.
 _SEED: LiteralString = (
     "node {.id, .name, .type, description: " + described("node") + ",\n"
     "       aliases: " + aliased("node") + ", score: score}"
@@ -305,8 +306,10 @@ ENTITY_SEEDS: LiteralString = (
     "}\n"
     "CALL () {\n"
     "  WITH $text AS q WHERE q <> ''\n"
-    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $fetch}) YIELD node, score\n"
+    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $name_fetch})"
+    " YIELD node, score\n"
     "  WITH node, score WHERE " + in_scope("node") + " AND " + named("node", "$pattern") + "\n"
+    "  WITH node, score ORDER BY score DESC, node.id\n"
     "  LIMIT $k\n"
     "  RETURN collect(" + _SEED + ") AS fulltext\n"
     "}\n"
@@ -487,6 +490,7 @@ ENTITY_LINKS: LiteralString = (
     "  WITH node, score\n"
     "  WHERE " + in_scope("node") + " AND " + named("node", "$patterns[phrase]") + "\n"
     "  RETURN node, score\n"
+    "  ORDER BY score DESC, node.id\n"
     "  LIMIT $per_phrase\n"
     "}\n"
     "RETURN phrase, node.id AS id, node.name AS name, node.type AS type,\n"
@@ -522,6 +526,7 @@ COUNTED_LINKS: LiteralString = (
     "    WITH node, score\n"
     "    WHERE " + in_scope("node") + " AND " + named("node", "$patterns[phrase]") + "\n"
     "    RETURN node, score\n"
+    "    ORDER BY score DESC, node.id\n"
     "    LIMIT $per_phrase\n"
     "  }\n"
     "  WITH phrase, node, score LIMIT $limit\n"

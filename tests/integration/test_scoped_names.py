@@ -13,8 +13,12 @@ from __future__ import annotations
 import pytest
 from neo4j import Driver
 
+from kg import scope
 from kg.cypher.lucene import any_word_regex, escape_lucene, phrase_regex
+from kg.cypher.params import EntityLinksParams, EntitySeedsParams
+from kg.search.service import SearchService
 from kg.settings import Settings
+from tests.graphdata import with_service
 
 NAMES = (
     "OAuth-Gateway Beta",
@@ -120,3 +124,54 @@ def test_nothing_to_search_matches_nothing(named: Driver, settings: Settings) ->
     assert _regex_hits(named, db, any_word_regex("")) == set()
     # a word cannot close the quoting: \E is not a word's
     assert _regex_hits(named, db, phrase_regex(["\\E.*\\Q"])) == set()
+
+
+TIED = 30  # names the fulltext index scores alike for "widget"
+
+
+@pytest.fixture(scope="module")
+def tied(driver: Driver, settings: Settings) -> Driver:
+    """Names of one length that all hold "widget" (equal scores), written in descending id
+    order so that the index's own order of equal scores is not the ids' order."""
+    db = settings.neo4j.database
+    driver.execute_query("MATCH (e:ScopedTieProbe) DETACH DELETE e", database_=db)
+    driver.execute_query(
+        "UNWIND range($n - 1, 0, -1) AS i"
+        " CREATE (:Entity:ScopedTieProbe {id: 'tie-' + right('00' + toString(i), 3),"
+        " name: 'widget ' + toString(i + 100), namespaces: ['alpha'], aliases: [],"
+        " alias_sources: []})",
+        n=TIED,
+        database_=db,
+    )
+    driver.execute_query("CALL db.awaitIndexes(60)", database_=db)
+    yield driver
+    driver.execute_query("MATCH (e:ScopedTieProbe) DETACH DELETE e", database_=db)
+
+
+def test_scoped_to_every_namespace_a_name_search_keeps_the_same_tied_names(
+    tied: Driver, settings: Settings
+) -> None:
+    """Issue 41: the names' fulltext index orders equal scores by how many hits it is asked
+    for, and a scoped read asks for more: on the Vue guide 11 of 32 graph searches scoped to
+    the graph's only namespace ranked differently. Both now ask alike and break ties by id."""
+
+    async def run(service: SearchService) -> dict[str, tuple[list[str], list[str]]]:
+        out: dict[str, tuple[list[str], list[str]]] = {}
+        for label, namespaces in (("unscoped", None), ("scoped", ["alpha"])):
+            with scope.scoped(namespaces):
+                seeds = await service.guard.run(
+                    "entity_seeds", EntitySeedsParams(text="widget", k=5)
+                )
+                links = await service.guard.run(
+                    "entity_links", EntityLinksParams(phrases=[["widget"]], per_phrase=5)
+                )
+            out[label] = (
+                [str(h["id"]) for h in seeds.rows[0]["fulltext"]],
+                [str(r["id"]) for r in links.rows],
+            )
+        return out
+
+    found = with_service(settings, run)
+    first = [f"tie-{i:03d}" for i in range(5)]
+    assert found["unscoped"] == (first, first)
+    assert found["scoped"] == found["unscoped"]

@@ -41,7 +41,7 @@ PINNED = {
     ("relations_valid_at", "default"): "29aa85ff8f77bb88",
     ("entity_by_id", "default"): "93d67aacc1a71ed6",
     ("entity_details", "default"): "1a4de69cd791648b",
-    ("entity_seeds", "default"): "284f9c179c0e07c8",
+    ("entity_seeds", "default"): "2426429afc3dc0b9",
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "63002ae055d21b31",
@@ -53,8 +53,8 @@ PINNED = {
     ("chunks_by_text", "ranked"): "ab859c810cfa6ef8",
     ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
-    ("entity_links", "default"): "0e0665eb8d091494",
-    ("counted_links", "default"): "405d6fe054153764",
+    ("entity_links", "default"): "a999c89a7232f4a1",
+    ("counted_links", "default"): "d3e6253e0ea56e55",
     ("graph_counts", "default"): "94ecfe4d9c726986",
     ("name_page", "default"): "b8847830588bc468",
     ("mention_page", "default"): "b1e4dc1142739b8d",
@@ -63,7 +63,7 @@ PINNED = {
     ("relation_types", "default"): "4fa963817c7f1910",
     ("community_reports", "default"): "cc2fb5a79bbe4ea2",
     ("namespaces", "default"): "a6928f0317717269",
-    ("name_links", "default"): "c7ee1a8338211184",
+    ("name_links", "default"): "a73e6d7efed5773e",
 }
 
 
@@ -230,7 +230,13 @@ def test_a_scoped_read_asks_the_indexes_for_more_candidates() -> None:
     assert ChunksByTextParams(text="x", k=1000, namespaces=["a"]).cypher_params()["fetch"] == (
         MAX_FETCH
     )
-    assert EntityLinksParams(phrases=[["a"]]).cypher_params()["fetch"] == 5
+    # The names' fulltext index is asked for as many scoped or not (Lucene orders equal
+    # scores by how many it was asked for): a search scoped to every namespace links alike.
+    for scope in (None, ["a"]):
+        links = EntityLinksParams(phrases=[["a"]], namespaces=scope).cypher_params()
+        assert links["fetch"] == 5 * SCOPE_OVERFETCH
+        seeds = EntitySeedsParams(text="x", k=7, namespaces=scope).cypher_params()
+        assert (seeds["k"], seeds["name_fetch"]) == (7, 7 * SCOPE_OVERFETCH)
     for bad in ([], [""], ["a\x00b"], ["x" * 1025], ["n"] * 51):
         with pytest.raises(ValidationError):
             ChunksByTextParams(text="x", namespaces=bad)
