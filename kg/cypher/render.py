@@ -288,7 +288,7 @@ RELATIONS_VALID_AT: LiteralString = (
 
 # Scoped, the indexes are asked for $fetch candidates (more than $k: neither index can filter
 # first in Neo4j 5.26) and the first $k in the scope kept. The names' fulltext index is asked
-# for as many scoped or not ($name_fetch, kg.cypher.params), and equal scores go by id.
+# for as many scoped or not ($text_fetch, kg.cypher.params), and equal scores go by id.
 _SEED: LiteralString = (
     "node {.id, .name, .type, description: " + described("node") + ",\n"
     "       aliases: " + aliased("node") + ", score: score}"
@@ -306,7 +306,7 @@ ENTITY_SEEDS: LiteralString = (
     "}\n"
     "CALL () {\n"
     "  WITH $text AS q WHERE q <> ''\n"
-    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $name_fetch})"
+    "  CALL db.index.fulltext.queryNodes('entity_names', q, {limit: $text_fetch})"
     " YIELD node, score\n"
     "  WITH node, score WHERE " + in_scope("node") + " AND " + named("node", "$pattern") + "\n"
     "  WITH node, score ORDER BY score DESC, node.id\n"
@@ -440,15 +440,18 @@ RELATION_TYPES: LiteralString = (
 
 # Text retrieval: Lucene BM25 over each chunk's text and its document's title, in every
 # language's index (kg/languages.py), each asked its own (escaped) text; a row says which.
+# Equal scores go by id: the index orders them by how many hits it was asked for, and a scoped
+# read asks for more (a search scoped to every namespace ranked one HotpotQA question apart).
 _CHUNKS_BY_TEXT_RANKED: LiteralString = (
     "UNWIND $queries AS q\n"
     "CALL (q) {\n"
     "  CALL db.index.fulltext.queryNodes(q.index, q.text, {limit: $fetch}) YIELD node AS c, score\n"
     "  WITH c, score WHERE " + chunk_in_scope("c") + "\n"
     "  RETURN c, score\n"
+    "  ORDER BY score DESC, c.id\n"
     "  LIMIT $k\n"
     "}\n"
-    "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
+    "WITH q, c, score ORDER BY score DESC, c.id LIMIT $limit\n"
 )
 CHUNKS_BY_TEXT: LiteralString = (
     _CHUNKS_BY_TEXT_RANKED + "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"

@@ -15,7 +15,7 @@ from neo4j import Driver
 
 from kg import scope
 from kg.cypher.lucene import any_word_regex, escape_lucene, phrase_regex
-from kg.cypher.params import EntityLinksParams, EntitySeedsParams
+from kg.cypher.params import ChunksByTextParams, EntityLinksParams, EntitySeedsParams
 from kg.search.service import SearchService
 from kg.settings import Settings
 from tests.graphdata import with_service
@@ -143,20 +143,27 @@ def tied(driver: Driver, settings: Settings) -> Driver:
         n=TIED,
         database_=db,
     )
+    driver.execute_query(
+        "UNWIND range($n - 1, 0, -1) AS i"
+        " CREATE (:Chunk:ChunkEn:ScopedTieProbe {id: 'tie-chunk-' + right('00' + toString(i), 3),"
+        " text: 'widget note ' + toString(i + 100), namespace: 'alpha'})",
+        n=TIED,
+        database_=db,
+    )
     driver.execute_query("CALL db.awaitIndexes(60)", database_=db)
     yield driver
     driver.execute_query("MATCH (e:ScopedTieProbe) DETACH DELETE e", database_=db)
 
 
-def test_scoped_to_every_namespace_a_name_search_keeps_the_same_tied_names(
+def test_scoped_to_every_namespace_a_fulltext_read_keeps_the_same_tied_hits(
     tied: Driver, settings: Settings
 ) -> None:
-    """Issue 41: the names' fulltext index orders equal scores by how many hits it is asked
-    for, and a scoped read asks for more: on the Vue guide 11 of 32 graph searches scoped to
-    the graph's only namespace ranked differently. Both now ask alike and break ties by id."""
+    """Issue 41: a fulltext index orders equal scores by how many hits it is asked for, and a
+    scoped read asked for more: on the Vue guide 11 of 32 graph searches scoped to the graph's
+    only namespace ranked differently. Both now ask alike and break ties by id."""
 
-    async def run(service: SearchService) -> dict[str, tuple[list[str], list[str]]]:
-        out: dict[str, tuple[list[str], list[str]]] = {}
+    async def run(service: SearchService) -> dict[str, tuple[list[str], ...]]:
+        out: dict[str, tuple[list[str], ...]] = {}
         for label, namespaces in (("unscoped", None), ("scoped", ["alpha"])):
             with scope.scoped(namespaces):
                 seeds = await service.guard.run(
@@ -165,13 +172,17 @@ def test_scoped_to_every_namespace_a_name_search_keeps_the_same_tied_names(
                 links = await service.guard.run(
                     "entity_links", EntityLinksParams(phrases=[["widget"]], per_phrase=5)
                 )
+                chunks = await service.guard.run(
+                    "chunks_by_text", ChunksByTextParams(text="widget", k=5)
+                )
             out[label] = (
                 [str(h["id"]) for h in seeds.rows[0]["fulltext"]],
                 [str(r["id"]) for r in links.rows],
+                [str(r["id"]) for r in chunks.rows],
             )
         return out
 
     found = with_service(settings, run)
     first = [f"tie-{i:03d}" for i in range(5)]
-    assert found["unscoped"] == (first, first)
+    assert found["unscoped"] == (first, first, [f"tie-chunk-{i:03d}" for i in range(5)])
     assert found["scoped"] == found["unscoped"]

@@ -41,7 +41,7 @@ PINNED = {
     ("relations_valid_at", "default"): "29aa85ff8f77bb88",
     ("entity_by_id", "default"): "93d67aacc1a71ed6",
     ("entity_details", "default"): "1a4de69cd791648b",
-    ("entity_seeds", "default"): "2426429afc3dc0b9",
+    ("entity_seeds", "default"): "b42a5ff3a868cdb3",
     ("chunks_by_vector", "default"): "4826d9f42809c576",
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "63002ae055d21b31",
@@ -49,8 +49,8 @@ PINNED = {
     ("chunk_page", "default"): "89db01abad980823",
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
-    ("chunks_by_text", "default"): "ab7e536822b8fb88",
-    ("chunks_by_text", "ranked"): "ab859c810cfa6ef8",
+    ("chunks_by_text", "default"): "1c0c744d1dde3f30",
+    ("chunks_by_text", "ranked"): "5e60ef6709ae4153",
     ("chunks_dated_after", "default"): "1a822139113362da",
     ("corpus_languages", "default"): "cf58f680559bb800",
     ("entity_links", "default"): "a999c89a7232f4a1",
@@ -108,9 +108,10 @@ def test_retrieval_templates_verbatim() -> None:
         " node AS c, score\n"
         "  WITH c, score WHERE ($namespaces IS NULL OR c.namespace IN $namespaces)\n"
         "  RETURN c, score\n"
+        "  ORDER BY score DESC, c.id\n"
         "  LIMIT $k\n"
         "}\n"
-        "WITH q, c, score ORDER BY score DESC LIMIT $limit\n"
+        "WITH q, c, score ORDER BY score DESC, c.id LIMIT $limit\n"
         "OPTIONAL MATCH (c)-[:PART_OF]->(d:Document)\n"
         "RETURN collect({language: q.language, id: c.id, text: c.text, chunk_index: c.index,\n"
         "       document_id: d.id, document_path: d.path, score: score})[..$read_rows] AS rows"
@@ -225,18 +226,18 @@ def test_a_scoped_read_asks_the_indexes_for_more_candidates() -> None:
     assert scoped.cypher_params()["candidates"] == (
         plain.cypher_params()["candidates"] * SCOPE_OVERFETCH
     )
-    text = ChunksByTextParams(text="x", k=7, namespaces=["a"]).cypher_params()
-    assert (text["k"], text["fetch"]) == (7, 7 * SCOPE_OVERFETCH)
     assert ChunksByTextParams(text="x", k=1000, namespaces=["a"]).cypher_params()["fetch"] == (
         MAX_FETCH
     )
-    # The names' fulltext index is asked for as many scoped or not (Lucene orders equal
-    # scores by how many it was asked for): a search scoped to every namespace links alike.
+    # A fulltext index is asked for as many scoped or not (Lucene orders equal scores by how
+    # many it was asked for): a search scoped to every namespace ranks and links alike.
     for scope in (None, ["a"]):
+        text = ChunksByTextParams(text="x", k=7, namespaces=scope).cypher_params()
+        assert (text["k"], text["fetch"]) == (7, 7 * SCOPE_OVERFETCH)
         links = EntityLinksParams(phrases=[["a"]], namespaces=scope).cypher_params()
         assert links["fetch"] == 5 * SCOPE_OVERFETCH
         seeds = EntitySeedsParams(text="x", k=7, namespaces=scope).cypher_params()
-        assert (seeds["k"], seeds["name_fetch"]) == (7, 7 * SCOPE_OVERFETCH)
+        assert (seeds["k"], seeds["text_fetch"]) == (7, 7 * SCOPE_OVERFETCH)
     for bad in ([], [""], ["a\x00b"], ["x" * 1025], ["n"] * 51):
         with pytest.raises(ValidationError):
             ChunksByTextParams(text="x", namespaces=bad)
