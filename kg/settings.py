@@ -563,8 +563,9 @@ class SearchSettings(BaseModel):
         ge=0,
         le=60,
         description="How long local search trusts the graph's counts (`graph_counts`, what "
-        "tells it to read its kept names, passages and relations again): another process's "
-        "write shows in graph search within this many seconds; this process's own writes "
+        "tells it to read its kept names, passages, relations and vectors again): another "
+        "process's write shows in graph, vector and hybrid search within this many seconds; "
+        "this process's own writes "
         "(the library's write chain) show at once. 0 reads them on every search.",
     )
     fusion_weights: dict[str, float] = Field(
