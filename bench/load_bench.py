@@ -4,6 +4,8 @@
     .venv/bin/python bench/load_bench.py --local --graph 100k --clients 50,8  # two windows
     .venv/bin/python bench/load_bench.py --graph example --wipe             # NEO4J_URI's Neo4j
     .venv/bin/python bench/load_bench.py --graph 100k --reuse --workers 2   # a loaded one, kept
+    .venv/bin/python bench/load_bench.py --local --graph example --workers 2 --seconds 20 \
+        --client httpx,raw,httpx,raw        # the two load generators, alternating, one server
 
 Neo4j: ``--local`` starts a throwaway ``kg.localserver.LocalNeo4j`` on free ports (deleted
 afterwards); otherwise the one in NEO4J_URI / KG_NEO4J__* is used, and wiped only with
@@ -302,10 +304,95 @@ async def client(
             tally.warmup_failed += 1
 
 
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
+    """One HTTP/1.1 response: its status, and whether the server keeps the connection."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip().lower()
+    if headers.get("transfer-encoding") == "chunked":
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            await reader.readexactly(size + 2)
+        await reader.readuntil(b"\r\n")
+    else:
+        await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, headers.get("connection") != "close"
+
+
+async def raw_client(
+    port: int,
+    requests: list[bytes],
+    offset: int,
+    stop_at: float,
+    count_from: float,
+    budget: list[int],
+    tally: Tally,
+    request_timeout: float,
+) -> None:
+    """One keep-alive connection, requests written as prepared bytes: a client that costs the
+    box a small fraction of what the server spends on the request (httpx spent ~5 ms of CPU
+    per request here, 0.75 of the 2 cores at 150 requests/s)."""
+    i = offset
+    conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+    try:
+        while time.monotonic() < stop_at and budget[0] > 0:
+            request = requests[i % len(requests)]
+            i += 1
+            started = time.monotonic()
+            counted = started >= count_from
+            if counted:
+                budget[0] -= 1
+                tally.sent += 1
+            else:
+                tally.warmup_sent += 1
+            try:
+                if conn is None:
+                    conn = await asyncio.open_connection("127.0.0.1", port)
+                conn[1].write(request)
+                status, keep = await asyncio.wait_for(_read_response(conn[0]), request_timeout)
+            except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
+                if conn is not None:
+                    conn[1].close()
+                    conn = None
+                if counted:
+                    tally.exceptions[type(exc).__name__] += 1
+                else:
+                    tally.warmup_failed += 1
+                continue
+            if not keep:
+                conn[1].close()
+                conn = None
+            if counted:
+                tally.latencies_ms.append((time.monotonic() - started) * 1000)
+                tally.statuses[status] += 1
+            elif not 200 <= status < 300:
+                tally.warmup_failed += 1
+    finally:
+        if conn is not None:
+            conn[1].close()
+
+
+def encode_requests(port: int, bodies: list[dict[str, Any]]) -> list[bytes]:
+    out = []
+    for body in bodies:
+        payload = json.dumps(body).encode()
+        out.append(
+            f"POST /search/local HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+    return out
+
+
 async def drive(
-    port: int, bodies: list[dict[str, Any]], clients: int, args: argparse.Namespace
+    port: int, bodies: list[dict[str, Any]], clients: int, kind: str, args: argparse.Namespace
 ) -> tuple[Tally, float]:
     """Run the clients; the tally of the measured window and its length in seconds."""
+    if kind == "raw":
+        return await _drive_raw(port, bodies, clients, args)
     tally = Tally()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(
@@ -325,6 +412,26 @@ async def drive(
     return tally, window_s
 
 
+async def _drive_raw(
+    port: int, bodies: list[dict[str, Any]], clients: int, args: argparse.Namespace
+) -> tuple[Tally, float]:
+    tally = Tally()
+    requests = encode_requests(port, bodies)
+    now = time.monotonic()
+    count_from = now + args.warmup
+    stop_at = count_from + args.seconds
+    budget = [args.max_requests]
+    tasks = [
+        raw_client(port, requests, k * 37, stop_at, count_from, budget, tally,
+                   args.request_timeout)
+        for k in range(clients)
+    ]  # fmt: skip
+    await asyncio.wait_for(
+        asyncio.gather(*tasks), args.warmup + args.seconds + args.request_timeout + 10
+    )
+    return tally, max(time.monotonic(), count_from) - count_from
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -334,6 +441,7 @@ def report(
     tally: Tally,
     window_s: float,
     clients: int,
+    kind: str,
     api: dict[str, float],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
@@ -361,10 +469,11 @@ def report(
         "neo4j_cpu_share": round(api["neo4j_cpu_s"] / (window_s + args.warmup), 2),
         "client_cpu_share": round(api["client_cpu_s"] / (window_s + args.warmup), 2),
         "workers": args.workers,
+        "client": kind,
         "warmup_requests": tally.warmup_sent,
         "warmup_failed": tally.warmup_failed,
     }
-    print(f"\n{args.graph}: {clients} clients, {out['seconds']}s measured "
+    print(f"\n{args.graph}: {clients} {kind} clients, {out['seconds']}s measured "
           f"(after {args.warmup}s warm-up: {tally.warmup_sent} requests, "
           f"{tally.warmup_failed} failed)")  # fmt: skip
     print(f"  requests {out['requests']}  ok {ok}  non-2xx {out['non_2xx']} {non2xx or ''}  "
@@ -374,7 +483,7 @@ def report(
     print(f"  throughput {out['req_per_s']} req/s  API peak RSS {out['api_peak_rss_mb']} MB "
           f"(end {out['api_rss_end_mb']} MB)")  # fmt: skip
     print(f"  CPU (cores): API {out['api_cpu_share']} ({args.workers} workers)  Neo4j "
-          f"{out['neo4j_cpu_share']}  clients {out['client_cpu_share']}")  # fmt: skip
+          f"{out['neo4j_cpu_share']}  clients {out['client_cpu_share']} ({kind})")  # fmt: skip
     print(json.dumps(out))
     return out
 
@@ -398,12 +507,22 @@ def main() -> None:
         "--reuse", action="store_true", help="the configured Neo4j holds the graph: keep it"
     )
     parser.add_argument("--workers", type=int, default=1, help="kg serve --workers")
+    parser.add_argument(
+        "--client",
+        default="raw",
+        help="raw: keep-alive HTTP/1.1 over asyncio streams (light); httpx: httpx.AsyncClient "
+        "(~5 ms of CPU a request); a list (raw,httpx) runs a window each, side by side",
+    )
     parser.add_argument("--heap", default="2g")
     parser.add_argument("--pagecache", default="1g")
     args = parser.parse_args()
-    windows = [int(c) for c in args.clients.split(",")]
-    if not all(1 <= c <= 1000 for c in windows) or args.seconds <= 0 or args.max_requests < 1:
+    counts = [int(c) for c in args.clients.split(",")]
+    kinds = args.client.split(",")
+    if not all(1 <= c <= 1000 for c in counts) or args.seconds <= 0 or args.max_requests < 1:
         raise SystemExit("--clients 1..1000, --seconds > 0, --max-requests >= 1")
+    if not set(kinds) <= {"raw", "httpx"}:
+        raise SystemExit("--client: raw, httpx, or a list of them")
+    windows = [(c, kind) for c in counts for kind in kinds]
 
     with neo4j_settings(args) as settings:
         names = load_graph(settings, args)
@@ -411,10 +530,10 @@ def main() -> None:
         port = free_port()
         server_pid = neo4j_pid(settings)
         with api_process(settings, port, args.workers) as proc:
-            for clients in windows:
+            for clients, kind in windows:
                 pids = process_tree(proc.pid)
                 before = (tree_cpu(pids), cpu_seconds(server_pid or -1), time.process_time())
-                tally, window_s = asyncio.run(drive(port, bodies, clients, args))
+                tally, window_s = asyncio.run(drive(port, bodies, clients, kind, args))
                 api = {
                     "peak_mb": memory_mb(pids, "VmHWM"),
                     "rss_mb": memory_mb(pids, "VmRSS"),
@@ -422,7 +541,7 @@ def main() -> None:
                     "neo4j_cpu_s": cpu_seconds(server_pid or -1) - before[1],
                     "client_cpu_s": time.process_time() - before[2],
                 }
-                report(tally, window_s, clients, api, args)
+                report(tally, window_s, clients, kind, api, args)
 
 
 if __name__ == "__main__":
