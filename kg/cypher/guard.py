@@ -34,6 +34,7 @@ ROLLBACK took three (docs/benchmarks.md, "Local search latency").
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -80,6 +81,8 @@ _T = TypeVar("_T")
 #: EXPLAINs in flight at start-up: the server plans each query on one core, so a few at once
 #: use the machine while leaving room for traffic (measured in docs/benchmarks.md).
 PLAN_CONCURRENCY = 4
+#: A parameter in a template's text (``$name``; ``$(`` opens a dynamic label, not a parameter).
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -392,8 +395,11 @@ class Guard:
         """EXPLAIN every rendered text; ConfigError unless the server calls each one a read.
 
         ``samples`` maps a text to parameters to EXPLAIN it with: the server then plans it as
-        a search will run it and caches the plan (a parameterless EXPLAIN is planned again on
-        every start, measured at ~150 ms a text). Returns ``{"name/variant": query_type}``.
+        a search will run it and caches the plan. A text without a sample is explained with
+        each of its parameters null: Neo4j caches no plan for an EXPLAIN that leaves a
+        parameter unbound, so every start planned those texts again (3.5 s of the server's CPU
+        per `kg serve` start on 2 cores); with nulls the second start finds them cached.
+        Returns ``{"name/variant": query_type}``.
         """
         calls = [
             (f"{template.name}/{variant}", text)
@@ -403,7 +409,7 @@ class Guard:
 
         async def explain(key: str, text: LiteralString) -> str:
             try:
-                return await self._explain(text, (samples or {}).get(text))
+                return await self._explain(text, (samples or {}).get(text) or _nulls(text))
             except Exception as exc:
                 raise translate(exc, f"EXPLAIN of {key}") from exc
 
@@ -446,3 +452,8 @@ class Guard:
         except Exception:
             return False
         return True
+
+
+def _nulls(text: str) -> dict[str, None]:
+    """Every parameter of ``text``, null: enough to EXPLAIN it, and a plan the server caches."""
+    return dict.fromkeys(_PARAMETER.findall(text))

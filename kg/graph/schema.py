@@ -14,6 +14,11 @@ from kg.paths import schema_dir
 
 _SHOW_INDEXES = "SHOW ALL INDEXES YIELD name RETURN name"
 _SHOW_CONSTRAINTS = "SHOW CONSTRAINTS YIELD name RETURN name"
+#: The name a ``CREATE ... INDEX|CONSTRAINT name IF NOT EXISTS`` statement creates.
+_CREATED_NAME = re.compile(
+    r"^\s*CREATE\s+(?:[A-Z]+\s+)*?(?:INDEX|CONSTRAINT)\s+`?([^`\s]+)`?\s+IF\s+NOT\s+EXISTS\b",
+    re.IGNORECASE,
+)
 _VECTOR_DIMS = (
     "SHOW VECTOR INDEXES YIELD name, options "
     "RETURN name, options.indexConfig['vector.dimensions'] AS dims"
@@ -37,6 +42,12 @@ def read_statements(folder: Path | None = None) -> list[str]:
         )
         statements.extend(s.strip() for s in re.split(r";\s*(?:\n|$)", text) if s.strip())
     return statements
+
+
+def created_name(statement: str) -> str | None:
+    """The index or constraint a schema statement creates, when it names one."""
+    found = _CREATED_NAME.match(statement)
+    return found.group(1) if found else None
 
 
 def _names(driver: Driver, database: str) -> set[str]:
@@ -76,7 +87,10 @@ def apply_schema(
         "chunk_embedding": chunk_dims,
         "fact_embedding": chunk_dims,  # facts are embedded by the chunk embedder
     }
-    for statement in statements:
+    # Only what is missing is sent: every `kg` command applies the schema, and ~25 no-op
+    # CREATE ... IF NOT EXISTS round trips cost the server ~80 ms of CPU each time.
+    missing = [s for s in statements if created_name(s) not in before]
+    for statement in missing:
         # Schema files are trusted project files, never user data.
         driver.execute_query(
             cast(LiteralString, statement),
@@ -92,7 +106,7 @@ def apply_schema(
                 f"{wanted}; drop it (DROP INDEX {record['name']}) or set "
                 f"{_DIMENSION_SETTINGS[record['name']]} to match"
             )
-    after = _names(driver, database)
+    after = _names(driver, database) if missing else before
     return SchemaReport(
         created=sorted(after - before), existing=sorted(before & after), statements=len(statements)
     )

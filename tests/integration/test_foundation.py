@@ -31,6 +31,19 @@ def test_schema_apply_is_idempotent(driver: Driver, settings: Settings) -> None:
         assert name in second.existing
 
 
+def test_schema_apply_sends_only_what_is_missing(driver: Driver, settings: Settings) -> None:
+    """Every command applies the schema: a complete one costs two SHOWs, and an index that
+    went missing (dropped by hand) is created again, the rest left as they are."""
+    db = settings.neo4j.database
+    apply_schema(driver, database=db, dimension=256)
+    driver.execute_query("DROP INDEX document_path IF EXISTS", database_=db)
+    again = apply_schema(driver, database=db, dimension=256)
+    assert again.created == ["document_path"]
+    assert "document_path" not in again.existing
+    assert "entity_id" in again.existing
+    assert apply_schema(driver, database=db, dimension=256).created == []
+
+
 def test_schema_refuses_a_conflicting_vector_dimension(driver: Driver, settings: Settings) -> None:
     from kg.errors import StoreError
 

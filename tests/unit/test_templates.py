@@ -366,3 +366,32 @@ def test_rrf_scales_to_one_for_first_everywhere() -> None:
     assert fused["b"] == pytest.approx(fused["c"])
     assert fused["b"] < fused["a"]
     assert rrf([], k=60) == {}
+
+
+def test_start_up_explains_every_text_with_each_of_its_parameters() -> None:
+    """A text EXPLAINed with a parameter left unbound gets no cached plan, so every start
+    planned it again (3.5 s of the server's CPU); the nulls the start-up sends name every
+    parameter of every text, and only names the guard itself sends."""
+    from kg.cypher.guard import Guard, _nulls
+    from kg.search.startup import warm_up_calls
+    from kg.settings import Settings
+
+    for template in REGISTRY:
+        for variant, text in template.texts.items():
+            found = _nulls(text)
+            assert all(value is None for value in found.values())
+            # every `$` opens a dynamic label or names a parameter that gets its null
+            named = re.findall(r"\$(\w+)", text)
+            assert text.count("$") == text.count("$(") + len(named), (template.name, variant)
+            assert set(named) == set(found), (template.name, variant)
+    settings = Settings()
+    guard = Guard(None, settings)  # type: ignore[arg-type]  # prepare() does no I/O
+    calls = warm_up_calls(settings.search, settings.resolve.embedding_dim,
+                          settings.chunks.embedding_dim)  # fmt: skip
+    for name, params in calls:
+        prepared = guard.prepare(name, params)
+        assert set(_nulls(prepared.text)) <= set(prepared.cypher_params()), name
+    assert _nulls("MATCH (n:$(row.label)) WHERE n.id = $id AND n.k IN $ids") == {
+        "id": None,
+        "ids": None,
+    }
