@@ -18,7 +18,8 @@ import json
 import logging
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -36,6 +37,7 @@ from kg.llm import (
     LLMEndpointError,
     LLMInvalidOutput,
     Reask,
+    Reply,
     StructuredLLM,
     TokenUsage,
     extract_endpoint,
@@ -142,7 +144,7 @@ class LLMExtractor:
         # one reason, instead of each retrying a refused port (kg/llm/reach.py).
         down = await self._nobody_listens() if chunks else None
         semaphore = asyncio.Semaphore(self.endpoint.concurrency)
-        async with llm_client(self.endpoint) as client:
+        async with _OnFirstCall(self.endpoint) as client:
 
             async def run_one(index: int, chunk: Chunk) -> None:
                 async with semaphore:
@@ -177,7 +179,7 @@ class LLMExtractor:
     # backoff) reads top to bottom in one place; split, its exits would scatter.
     async def _extract_one(
         self,
-        client: StructuredLLM,
+        client: _OnFirstCall,
         chunk: Chunk,
         ontology: Ontology,
         budget: RunBudget,
@@ -355,3 +357,36 @@ def _last_json(completion: Any) -> Any:
         except ValueError:
             continue
     return None
+
+
+class _OnFirstCall:
+    """The run's LLM client, opened at its first call: a run whose chunks all come from the
+    cache, or that finds nobody listening, never imports openai and instructor (~0.7 s of a
+    `kg ingest` re-run's start) nor opens a connection pool."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        self._stack = AsyncExitStack()
+        self._client: StructuredLLM | None = None
+        self._opening = asyncio.Lock()
+
+    async def __aenter__(self) -> _OnFirstCall:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def create(
+        self,
+        response_model: type[ExtractionResult],
+        messages: Sequence[Mapping[str, str]],
+        *,
+        reask: Reask | int,
+        context: Mapping[str, Any] | None = None,
+    ) -> Reply[ExtractionResult]:
+        if self._client is None:
+            async with self._opening:
+                if self._client is None:
+                    opened = llm_client(self._endpoint)
+                    self._client = await self._stack.enter_async_context(opened)
+        return await self._client.create(response_model, messages, reask=reask, context=context)

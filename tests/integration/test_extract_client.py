@@ -230,6 +230,53 @@ def test_cache_hit_on_rerun_makes_no_calls(llm: ScriptedLLM, mode: str, tmp_path
     assert second.per_document == {"doc_a": Usage(cache_hits=1), "doc_b": Usage(cache_hits=1)}
 
 
+RERUN_FROM_CACHE = """
+import json, sys
+from kg.extract import ExtractionCache, LLMExtractor
+from kg.models import Chunk
+from kg.settings import ExtractSettings
+args = json.loads(sys.argv[1])
+chunks = [Chunk(*c) for c in args["chunks"]]
+with ExtractionCache(args["cache"]) as cache:
+    run = LLMExtractor(ExtractSettings(**args["settings"]), cache=cache).extract_chunks_sync(chunks)
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"openai", "instructor"})
+print(json.dumps({"cache_hits": run.usage.cache_hits, "loaded": loaded}))
+"""
+
+
+def test_a_rerun_served_from_the_cache_never_loads_the_llm_client(
+    llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    """The client opens at the first call: a re-run of unchanged chunks (a `kg ingest` of a
+    folder that did not change) pays neither openai's and instructor's import nor a pool."""
+    import subprocess
+    import sys
+
+    llm.responder = lambda _request: Reply(payload=GOOD)
+    chunks = [_chunk(TEXT), _chunk("Second passage.", 1, "doc_b")]
+    settings = _settings(llm)
+    with ExtractionCache(tmp_path / "cache.sqlite") as cache:
+        _run(settings, chunks, cache=cache)
+    assert llm.calls == 2
+    args = {
+        "chunks": [[c.id, c.document_id, c.index, c.text, c.sha256] for c in chunks],
+        "cache": str(tmp_path / "cache.sqlite"),
+        "settings": settings.model_dump(mode="json"),
+    }
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", RERUN_FROM_CACHE, json.dumps(args)],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {"cache_hits": 2, "loaded": []}
+    assert llm.calls == 2
+    llm.reset()
+    fresh = _run(settings, [_chunk("A third passage.", 2, "doc_c")], cache=None)
+    assert llm.calls == 1  # a chunk the cache lacks still opens the client and calls
+    assert fresh.outcomes[0].result is not None
+
+
 def test_cache_misses_when_model_or_ontology_changes(llm: ScriptedLLM, tmp_path: Path) -> None:
     llm.responder = lambda _request: Reply(payload=GOOD)
     with ExtractionCache(tmp_path / "cache.sqlite") as cache:
