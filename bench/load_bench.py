@@ -313,7 +313,7 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip().lower()
-    if headers.get("transfer-encoding") == "chunked":
+    if "chunked" in headers.get("transfer-encoding", ""):
         while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
             await reader.readexactly(size + 2)
         await reader.readuntil(b"\r\n")
@@ -350,10 +350,19 @@ async def raw_client(
                 tally.warmup_sent += 1
             try:
                 if conn is None:
-                    conn = await asyncio.open_connection("127.0.0.1", port)
+                    conn = await asyncio.wait_for(
+                        asyncio.open_connection("127.0.0.1", port), request_timeout
+                    )
                 conn[1].write(request)
                 status, keep = await asyncio.wait_for(_read_response(conn[0]), request_timeout)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError) as exc:
+            except (
+                OSError,
+                asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError,
+                TimeoutError,
+                ValueError,
+                IndexError,
+            ) as exc:
                 if conn is not None:
                     conn[1].close()
                     conn = None

@@ -387,6 +387,13 @@ class _OnFirstCall:
         if self._client is None:
             async with self._opening:
                 if self._client is None:
-                    opened = llm_client(self._endpoint)
-                    self._client = await self._stack.enter_async_context(opened)
+                    self._client = await self._open()
         return await self._client.create(response_model, messages, reask=reask, context=context)
+
+    async def _open(self) -> StructuredLLM:
+        try:
+            return await self._stack.enter_async_context(llm_client(self._endpoint))
+        except LLMCallError as exc:
+            # A client that cannot open fails the run, as it did when opened up front: as an
+            # LLMCallError it would be recorded on every chunk as that chunk's failure.
+            raise ExtractionError(f"cannot open the LLM client: {exc}") from exc

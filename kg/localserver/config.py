@@ -71,7 +71,6 @@ def write_config(home: Path, server: LocalServerSettings, api: ApiSettings | str
         f"server.directories.plugins={home / 'plugins'}",
         f"server.directories.import={home / 'import'}",
         "dbms.usage_report.enabled=false",
-        "dbms.cypher.min_replan_interval=1h",
         # Stop in under a second, not ten: Bolt's shutdown otherwise waits a fixed 5 s quiet
         # period and 5 s for connections that are already gone (the databases have checkpointed
         # and stopped before this; docs/architecture.md, "Stopping the local server").

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from neo4j import Driver
@@ -37,11 +38,27 @@ def test_schema_apply_sends_only_what_is_missing(driver: Driver, settings: Setti
     db = settings.neo4j.database
     apply_schema(driver, database=db, dimension=256)
     driver.execute_query("DROP INDEX document_path IF EXISTS", database_=db)
-    again = apply_schema(driver, database=db, dimension=256)
+    sent: list[str] = []
+    real = driver.execute_query
+
+    def recording(query: Any, *args: Any, **kwargs: Any) -> Any:  # the real driver, counted
+        sent.append(str(query))
+        return real(query, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(driver, "execute_query", recording)
+        again = apply_schema(driver, database=db, dimension=256)
+        creates_then = [q for q in sent if q.lstrip().upper().startswith("CREATE")]
+        sent.clear()
+        complete = apply_schema(driver, database=db, dimension=256)
+        creates_now = [q for q in sent if q.lstrip().upper().startswith("CREATE")]
     assert again.created == ["document_path"]
     assert "document_path" not in again.existing
     assert "entity_id" in again.existing
-    assert apply_schema(driver, database=db, dimension=256).created == []
+    assert len(creates_then) == 1
+    assert "document_path" in creates_then[0]
+    assert complete.created == []
+    assert creates_now == []
 
 
 def test_schema_refuses_a_conflicting_vector_dimension(driver: Driver, settings: Settings) -> None:

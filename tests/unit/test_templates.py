@@ -395,3 +395,41 @@ def test_start_up_explains_every_text_with_each_of_its_parameters() -> None:
         "id": None,
         "ids": None,
     }
+
+
+def test_every_schema_statement_names_what_it_creates() -> None:
+    """apply_schema skips a statement whose index or constraint exists; one it cannot name
+    would be sent again by every command."""
+    from kg.graph.schema import created_name, read_statements
+
+    names = [created_name(statement) for statement in read_statements()]
+    assert None not in names
+    assert len(set(names)) == len(names)
+    assert created_name("CREATE INDEX `odd name` IF NOT EXISTS FOR (n:X) ON (n.y)") is None
+    assert created_name("CREATE INDEX plain FOR (n:X) ON (n.y)") is None
+
+
+def test_the_read_only_check_explains_a_text_without_a_sample_with_its_nulls() -> None:
+    """The wiring, not only the helper: each text the check EXPLAINs gets a full parameter
+    map (its sample, else its nulls), so the server can cache every plan."""
+    import asyncio
+    from typing import Any
+
+    from kg.cypher.guard import Guard, _nulls
+    from kg.settings import Settings
+
+    seen: dict[str, Any] = {}
+
+    class Recording(Guard):
+        async def _explain(self, text: Any, params: Any = None) -> str:
+            seen[text] = params
+            return "r"
+
+    guard = Recording(None, Settings())  # type: ignore[arg-type]  # _explain is replaced
+    one = next(text for template in REGISTRY for text in template.texts.values())
+    asyncio.run(guard.verify_read_only({one: {"sample": 1}}))
+    assert seen[one] == {"sample": 1}
+    others = {text: params for text, params in seen.items() if text != one}
+    assert others
+    assert all(params == _nulls(text) for text, params in others.items())
+    assert all(params for text, params in others.items() if "$" in text)
