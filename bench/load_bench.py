@@ -255,6 +255,29 @@ class Tally:
     warmup_sent: int = 0
     warmup_failed: int = 0
 
+    def begin(self, started: float, count_from: float, budget: list[int]) -> bool:
+        """Count a request being sent; whether it falls in the measured window."""
+        counted = started >= count_from
+        if counted:
+            budget[0] -= 1
+            self.sent += 1
+        else:
+            self.warmup_sent += 1
+        return counted
+
+    def failed(self, counted: bool, exc: BaseException) -> None:
+        if counted:
+            self.exceptions[type(exc).__name__] += 1
+        else:
+            self.warmup_failed += 1
+
+    def answered(self, counted: bool, started: float, status: int) -> None:
+        if counted:
+            self.latencies_ms.append((time.monotonic() - started) * 1000)
+            self.statuses[status] += 1
+        elif not 200 <= status < 300:
+            self.warmup_failed += 1
+
 
 def make_bodies(names: list[str], args: argparse.Namespace) -> list[dict[str, Any]]:
     """A fixed, seeded mix of questions, depths 1..3 and modes."""
@@ -283,25 +306,13 @@ async def client(
         body = bodies[i % len(bodies)]
         i += 1
         started = time.monotonic()
-        counted = started >= count_from
-        if counted:
-            budget[0] -= 1
-            tally.sent += 1
-        else:
-            tally.warmup_sent += 1
+        counted = tally.begin(started, count_from, budget)
         try:
             resp = await http.post("/search/local", json=body)
         except httpx.HTTPError as exc:
-            if counted:
-                tally.exceptions[type(exc).__name__] += 1
-            else:
-                tally.warmup_failed += 1
+            tally.failed(counted, exc)
             continue
-        if counted:
-            tally.latencies_ms.append((time.monotonic() - started) * 1000)
-            tally.statuses[resp.status_code] += 1
-        elif not 200 <= resp.status_code < 300:
-            tally.warmup_failed += 1
+        tally.answered(counted, started, resp.status_code)
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
@@ -342,12 +353,7 @@ async def raw_client(
             request = requests[i % len(requests)]
             i += 1
             started = time.monotonic()
-            counted = started >= count_from
-            if counted:
-                budget[0] -= 1
-                tally.sent += 1
-            else:
-                tally.warmup_sent += 1
+            counted = tally.begin(started, count_from, budget)
             try:
                 if conn is None:
                     conn = await asyncio.wait_for(
@@ -366,19 +372,12 @@ async def raw_client(
                 if conn is not None:
                     conn[1].close()
                     conn = None
-                if counted:
-                    tally.exceptions[type(exc).__name__] += 1
-                else:
-                    tally.warmup_failed += 1
+                tally.failed(counted, exc)
                 continue
             if not keep:
                 conn[1].close()
                 conn = None
-            if counted:
-                tally.latencies_ms.append((time.monotonic() - started) * 1000)
-                tally.statuses[status] += 1
-            elif not 200 <= status < 300:
-                tally.warmup_failed += 1
+            tally.answered(counted, started, status)
     finally:
         if conn is not None:
             conn[1].close()
