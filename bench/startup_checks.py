@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import time
@@ -32,19 +31,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.load_bench import cpu_seconds  # noqa: E402
+from bench.server_start import SUITE_FLAGS  # noqa: E402
 from kg import AsyncKnowledgeGraph, KnowledgeGraph  # noqa: E402
 from kg.graph.driver import open_driver  # noqa: E402
 from kg.graph.schema import apply_schema, read_statements  # noqa: E402
 from kg.localserver import LocalNeo4j, throwaway_server  # noqa: E402
 from kg.search import startup  # noqa: E402
 from kg.settings import Settings  # noqa: E402
-
-SUITE_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:-UseG1GC", "-XX:+UseSerialGC")
-
-
-def server_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def read_only_check(settings: Settings, old_way: bool) -> None:
@@ -88,11 +82,11 @@ def schema_step(settings: Settings, old_way: bool) -> None:
 
 def measure(pid: int, work: Callable[[], Awaitable[None] | None]) -> tuple[float, float]:
     """(wall ms, server CPU ms) of one call."""
-    cpu, started = server_cpu(pid), time.perf_counter()
+    cpu, started = cpu_seconds(pid), time.perf_counter()
     result = work()
     if result is not None:
         asyncio.run(result)  # type: ignore[arg-type]
-    return (time.perf_counter() - started) * 1000, (server_cpu(pid) - cpu) * 1000
+    return (time.perf_counter() - started) * 1000, (cpu_seconds(pid) - cpu) * 1000
 
 
 def main() -> None:
@@ -109,12 +103,20 @@ def main() -> None:
         if status.pid is None:
             raise SystemExit("the throwaway server has no pid to read its CPU from")
         pid = status.pid
+        check_before, check_kg = (
+            "read-only check, before (no parameters)",
+            "read-only check, kg (nulls)",
+        )
+        schema_before, schema_kg = (
+            "schema step, before (every statement)",
+            "schema step, kg (what is missing)",
+        )
         cases: dict[str, Callable[[], Awaitable[None] | None]] = {
-            "read-only check, before (no parameters)": lambda: read_only_check(settings, True),
-            "read-only check, kg (nulls)": lambda: read_only_check(settings, False),
+            check_before: lambda: read_only_check(settings, True),
+            check_kg: lambda: read_only_check(settings, False),
             "SearchService.startup(), kg": lambda: whole_startup(settings),
-            "schema step, before (every statement)": lambda: schema_step(settings, True),
-            "schema step, kg (what is missing)": lambda: schema_step(settings, False),
+            schema_before: lambda: schema_step(settings, True),
+            schema_kg: lambda: schema_step(settings, False),
         }
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         for _ in range(args.rounds + 1):
@@ -128,10 +130,9 @@ def main() -> None:
         cpu = statistics.median(v[1] for v in later)
         medians[name] = (wall, cpu)
         print(f"{name:42s} {first[0]:12.0f} / {first[1]:8.0f}   {wall:10.1f} / {cpu:8.1f}")
-    for what in ("read-only check", "schema step"):
-        before = medians[f"{what}, before " + ("(no parameters)" if "check" in what
-                                               else "(every statement)")]  # fmt: skip
-        ours = next(v for k, v in medians.items() if k.startswith(f"{what}, kg"))
+    for what, before_key, kg_key in (("read-only check", check_before, check_kg),
+                                     ("schema step", schema_before, schema_kg)):  # fmt: skip
+        before, ours = medians[before_key], medians[kg_key]
         print(f"{what}: kg / before, wall {ours[0] / before[0]:.2f}x, "
               f"server CPU {ours[1] / max(before[1], 1e-9):.2f}x")  # fmt: skip
 
