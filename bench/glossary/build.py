@@ -119,11 +119,59 @@ def nearest(
     return out
 
 
+def mutual_pairs(
+    ru: npt.NDArray[np.float32], en: npt.NDArray[np.float32], top: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Pairs of the ``top`` most frequent words of each side that are each other's nearest
+    by CSLS: the seed dictionary of a Procrustes refinement (MUSE's refinement step)."""
+    ru, en = ru[:top], en[:top]
+    en_hub, ru_hub = hubness(en, ru), hubness(ru, en)
+    ru_best = np.zeros(top, dtype=np.intp)
+    en_best = np.zeros(top, dtype=np.intp)
+    for start in range(0, top, 2048):
+        ru_best[start : start + 2048] = np.argmax(
+            2 * (ru[start : start + 2048] @ en.T) - en_hub[None, :], axis=1
+        )
+        en_best[start : start + 2048] = np.argmax(
+            2 * (en[start : start + 2048] @ ru.T) - ru_hub[None, :], axis=1
+        )
+    rows = np.flatnonzero(en_best[ru_best] == np.arange(top))
+    return rows, ru_best[rows]
+
+
+def refined(
+    ru: npt.NDArray[np.float32], en: npt.NDArray[np.float32], rounds: int, top: int
+) -> npt.NDArray[np.float32]:
+    """The Russian table rotated onto the English one by orthogonal Procrustes on mutual
+    nearest pairs, ``rounds`` times: what is left of the languages' offset in e5's space."""
+    for round_ in range(rounds):
+        ru_rows, en_rows = mutual_pairs(ru, en, top)
+        u, _, vt = np.linalg.svd(
+            en[en_rows].T.astype(np.float64) @ ru[ru_rows], full_matrices=False
+        )
+        ru = (ru @ (u @ vt).T.astype(np.float32)).astype(np.float32)
+        print(f"  refinement {round_ + 1}: {len(ru_rows):,} mutual pairs", flush=True)
+    return ru
+
+
+def sort_key(line: str) -> bytes:
+    language, word, _ = line.split("\t")
+    return f"{language}\t{word}\t".encode()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=GLOSSARY_FILE)
     parser.add_argument("--vectors", type=Path, help="reuse (or save) the word vectors here")
+    parser.add_argument("--sort-only", action="store_true", help="only sort --out's lines")
+    parser.add_argument("--refine", type=int, default=0, help="Procrustes rounds")
+    parser.add_argument("--seed-words", type=int, default=15_000)
     args = parser.parse_args()
+    if args.sort_only:
+        with gzip.open(args.out, "rt", encoding="utf-8") as text:
+            header, *rows = text.read().splitlines()
+        write(args.out, [header, *rows])
+        return
     english, russian = vocabulary()
     print(f"{len(english):,} English words, {len(russian):,} Russian lemmas", flush=True)
     if args.vectors and args.vectors.exists():
@@ -137,6 +185,8 @@ def main() -> None:
             np.savez(args.vectors, vectors=vectors, en="\n".join(english), ru="\n".join(russian))
     table = aligned(vectors)
     en_table, ru_table = table[: len(english)], table[len(english) :]
+    if args.refine:
+        ru_table = refined(ru_table, en_table, args.refine, args.seed_words)
     lines = [
         "# kg's Russian-English glossary: language, word, its nearest words in the other "
         "language (built by bench/glossary/build.py from multilingual-e5-small and wordfreq; "
@@ -152,13 +202,20 @@ def main() -> None:
             for word, found in zip(words, found_words, strict=True)
             if found and len(word) >= MIN_LETTERS
         ]
+    write(args.out, lines)
+
+
+def write(out: Path, lines: list[str]) -> None:
+    """The header, then the rows sorted by "language<TAB>word<TAB>" as bytes (kg.glossary
+    binary-searches them); gzip without a time stamp, so a build is byte for byte the same."""
+    lines = [lines[0], *sorted(lines[1:], key=sort_key)]
     data = ("\n".join(lines) + "\n").encode("utf-8")
     with (
-        args.out.open("wb") as raw,
-        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as out,
+        out.open("wb") as raw,
+        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as packed,
     ):
-        out.write(data)
-    print(f"wrote {args.out}: {len(lines) - 1:,} words, {args.out.stat().st_size:,} bytes")
+        packed.write(data)
+    print(f"wrote {out}: {len(lines) - 1:,} words, {out.stat().st_size:,} bytes")
 
 
 if __name__ == "__main__":

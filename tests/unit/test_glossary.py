@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 
-from kg.glossary import GLOSSARY_FILE, MAX_GLOSS_WORDS, gloss
+from kg.glossary import GLOSSARY_FILE, MAX_GLOSS_WORDS, _row, gloss
 from kg.languages import is_cyrillic, stem
 
 
@@ -52,3 +52,18 @@ def test_the_shipped_table_maps_both_ways_with_its_licence_in_the_header() -> No
     assert languages == {"ru", "en"}
     assert len(rows) > 50_000
     assert all(1 <= len(found.split()) <= 3 for _, _, found in rows)
+
+
+def test_every_row_is_found_by_the_binary_search_and_absent_words_are_not() -> None:
+    # kg.glossary searches the sorted bytes instead of parsing 89,000 lines into a dict: a
+    # row it cannot find is a word whose gloss silently vanished.
+    with gzip.open(GLOSSARY_FILE, "rt", encoding="utf-8") as lines:
+        next(lines)
+        rows = [line.rstrip("\n").split("\t") for line in lines]
+    keys = [f"{language}\t{word}\t".encode() for language, word, _ in rows]
+    assert keys == sorted(keys), "the rows must be sorted by language<TAB>word<TAB> as bytes"
+    for language, word, found in [*rows[:50], *rows[::17], *rows[-50:]]:
+        assert _row(language, word) == tuple(found.split()), (language, word)
+    for language, word in [("en", "a"), ("en", "zzzzzzzz"), ("ru", "аааааааа"), ("ru", "яяяяяяя"),
+                           ("xx", "word"), ("", ""), ("en", "payment\tx")]:  # fmt: skip
+        assert _row(language, word) is None, (language, word)
