@@ -7,7 +7,7 @@ words nearest to each of the question's words in that language: «белок» -
 «сервис платежей» -> service, payment. BM25 then does what it does with any query: a wrong
 gloss word rarely matches a passage, a right one does.
 
-The table (kg/glossary-ru-en.tsv.gz: 89,000 words, 1.7 MB) is built once by
+The table (kg/glossary-ru-en.tsv.gz: 89,000 words, 1.2 MB) is built once by
 bench/glossary/build.py from multilingual-e5-small's embeddings of single words; nothing is
 downloaded and no model runs here: a binary search per word over the table's lines, which
 are sorted; the file is decompressed on first use (~20 ms).
