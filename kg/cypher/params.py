@@ -342,7 +342,8 @@ class ChunksByTextParams(TemplateParams):
     fuzzy: dict[LanguageCode, list[_FuzzyWord]] = Field(
         default_factory=dict,
         description="Words a language's index also matches within 1 edit (2 from 7 letters): "
-        "a Russian question's transliterated stems against English text (kg.search.signals.text).",
+        "a Russian question's transliterated stems against English text, an English question's "
+        "loanword spellings against Russian text (kg.search.signals.text).",
     )
     k: int = Field(20, ge=1, le=1000)
     ranked_only: bool = Field(

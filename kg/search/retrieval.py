@@ -14,6 +14,9 @@ No I/O here: :mod:`kg.search.service` reads through guarded templates and calls 
   from two seeds outranks one next to a single weak seed.
 - :func:`cognate_stems`: a Russian question's words transliterated and stripped of their case
   ending, for fuzzy matching against English text (``Теслы`` -> ``tesl``~1 meets ``Tesla``).
+- :func:`latin_cognate_stems`: the other way round, an English question's words spelt as a
+  Russian loanword is (``component`` -> ``компонент``, ``reactive`` -> ``реактив``), for fuzzy
+  matching against Russian text.
 - :func:`asked_types`: the entity types a question asks for ("which *database* ...", "какую
   *базу данных* ..."), by stems, in English or by a type's Russian names.
 """
@@ -207,6 +210,49 @@ def asked_types(question_words: Sequence[str], types: Iterable[str]) -> set[str]
         names = [entity_type, *RUSSIAN_TYPE_NAMES.get(entity_type.casefold(), ())]
         if any(_contains(question, stems(words(name))) for name in names):
             found.add(entity_type)
+    return found
+
+
+#: English letter groups as Russian loanwords spell them, longest first (``th`` -> т, ``ph``
+#: -> ф, ``tion`` -> ци as in «анимация»; ``c`` before e, i, y -> с, else к).
+_LOANWORD_GROUPS = (
+    ("tion", "ци"), ("sch", "ш"), ("sh", "ш"), ("ch", "ч"), ("th", "т"), ("ph", "ф"),
+    ("ck", "к"), ("qu", "кв"), ("ee", "и"), ("oo", "у"), ("ce", "се"), ("ci", "си"),
+    ("cy", "си"), ("x", "кс"), ("j", "дж"),
+)  # fmt: skip
+_LOANWORD_LETTERS = str.maketrans("abcdefghiklmnoprstuvwyz", "абкдефгхиклмнопрстуввиз")
+#: English endings a Russian loanword does not keep (``animated`` -> animat, ``clicking`` -> click).
+_ENGLISH_ENDINGS = ("ing", "ed", "es", "s", "e")
+
+
+def cyrillic_loanword(word: str) -> str:
+    """``component`` -> ``компонент``, ``directive`` -> ``директив``: a casefolded English
+    word, its ending dropped (at least 4 letters kept), in the letters a Russian loanword
+    would use. An approximation for fuzzy matching, not a transliteration standard."""
+    for ending in _ENGLISH_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= 4 and not word.endswith("ss"):
+            word = word[: -len(ending)]
+            break
+    for group, cyrillic in _LOANWORD_GROUPS:
+        word = word.replace(group, cyrillic)
+    return word.translate(_LOANWORD_LETTERS)
+
+
+def latin_cognate_stems(question: str, limit: int) -> list[str]:
+    """The question's Latin content words spelt as Russian loanwords
+    (:func:`cyrillic_loanword`), at least 4 letters: the words Russian technical text borrows
+    from English (компонент, директива, сервер, реактивность) that a Russian index stems
+    within an edit or two of them. The mirror of :func:`cognate_stems`."""
+    found: list[str] = []
+    for word in words(question):
+        if word in STOP_WORDS or not word.isascii() or not word.isalpha():
+            continue
+        stem = cyrillic_loanword(word)
+        cyrillic = stem.isalpha() and all(is_cyrillic(c) for c in stem)
+        if len(stem) >= 4 and cyrillic and stem not in found:
+            found.append(stem[:40])
+        if len(found) >= limit:
+            break
     return found
 
 

@@ -95,3 +95,21 @@ def test_an_english_question_finds_a_russian_only_document(
         graph.ingest(corpus, graph="metadata")
         hits = graph.search(question, mode="text", limit=5).chunks
     assert [h.document_path for h in hits][:1] == ["лёгкие.md"]
+
+
+def test_an_english_question_finds_a_russian_loanword_the_glossary_misses(
+    corpus: Path, settings: Settings
+) -> None:
+    # The glossary's neighbours of "render" are noise (ренат, рэнди); its loanword spelling
+    # (kg.search.retrieval.latin_cognate_stems: рендер) meets «рендер» within an edit.
+    russian = {**RUSSIAN, "рендер.md": "# Рендер страницы\n\nДолгий рендер страницы "
+               "задерживает первую отрисовку.\n"}  # fmt: skip
+    for name, text in russian.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    question = "Why is the render slow?"
+    assert _shares_nothing(question, russian["рендер.md"])
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(corpus, graph="metadata")
+        for mode in ("text", "hybrid"):
+            hits = graph.search(question, mode=mode, limit=5).chunks
+            assert [h.document_path for h in hits][:1] == ["рендер.md"], mode

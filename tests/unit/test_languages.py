@@ -16,7 +16,14 @@ from kg.languages import (
     stem,
     stems,
 )
-from kg.search.retrieval import asked_types, cognate_stems, question_ngrams, spellings
+from kg.search.retrieval import (
+    asked_types,
+    cognate_stems,
+    cyrillic_loanword,
+    latin_cognate_stems,
+    question_ngrams,
+    spellings,
+)
 from kg.words import words
 
 
@@ -100,6 +107,34 @@ def test_cognate_stems_are_transliterated_content_words_without_case_endings() -
     stems_ = cognate_stems("В каком году Тесла переехал в Варшаву и изучал теорию? 1884 Kafka", 32)
     assert stems_ == ["tesl", "pereekhal", "varshav", "izuchal", "teori"]
     assert len(cognate_stems(" ".join(f"слово{i}" for i in range(100)), 5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("english", "russian_stem"),
+    [
+        # each within the fuzzy edits of what Russian's Snowball stemmer keeps of the loanword
+        ("component", "компонент"),  # компонент, компонента, компонентов
+        ("components", "компонент"),
+        ("reactive", "реактив"),  # реактивность -> реактивн: 1 edit
+        ("directive", "директив"),  # директива -> директив
+        ("server", "сервер"),
+        ("method", "метод"),  # th -> т
+        ("animation", "анимаци"),  # tion -> ци: анимация -> анимац, 1 edit
+        ("classes", "класс"),  # a double s is not a plural's
+        ("theory", "теори"),  # теория -> теор, 1 edit
+        ("clicking", "клик"),
+    ],
+)
+def test_english_words_are_spelt_as_russian_loanwords(english: str, russian_stem: str) -> None:
+    assert cyrillic_loanword(english) == russian_stem
+
+
+def test_latin_cognate_stems_are_an_english_questions_content_words_only() -> None:
+    question = "How do I register a custom directive in the Vue app? 2024 Тесла"
+    found = latin_cognate_stems(question, 32)
+    assert found == ["регистер", "кустом", "директив"]  # "vue", "app": under 4 letters
+    assert all(4 <= len(w) <= 40 and w.isalpha() for w in found)
+    assert len(latin_cognate_stems(" ".join(f"word{chr(97 + i)}x" for i in range(26)), 5)) == 5
 
 
 def test_fuzzy_words_are_rendered_by_the_model_never_taken_as_syntax() -> None:

@@ -11,7 +11,7 @@ from kg.languages import LanguageCode, index_weights
 from kg.resolve.normalize import transliterate
 from kg.search.fusion import fuse_chunks, fused_order
 from kg.search.models import ChunkHit
-from kg.search.retrieval import cognate_stems
+from kg.search.retrieval import cognate_stems, latin_cognate_stems
 from kg.search.signals.base import (
     SignalContext,
     SignalQuery,
@@ -60,7 +60,9 @@ class TextSignal:
         translation); without one, the English index gets a Russian question with its gloss
         (:func:`kg.glossary.gloss`: «белок» -> protein), its transliteration, and its
         transliterated stems as fuzzy terms (:func:`kg.search.retrieval.cognate_stems`), so
-        ``Теслы`` meets ``Tesla``; the Russian index gets an English question with its gloss.
+        ``Теслы`` meets ``Tesla``; the Russian index gets an English question with its gloss and
+        its words spelt as Russian loanwords, as fuzzy terms
+        (:func:`kg.search.retrieval.latin_cognate_stems`: ``render`` meets «рендер»).
 
         ``texted`` (hybrid): the hits carry ids and scores, and the first ``texted`` of each
         language come with their texts too, by id."""
@@ -79,6 +81,7 @@ class TextSignal:
             fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
         elif "ru" not in texts and weights["en"] > weights["ru"]:
             texts["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
+            fuzzy["ru"] = latin_cognate_stems(query, MAX_FUZZY_WORDS)
         result = await self._guard.run(
             "chunks_by_text",
             ChunksByTextParams.model_construct(
