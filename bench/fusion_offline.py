@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.retrieval_quality as rq
-from kg.search.fusion import confidence_weights, fuse, vector_floor
+from kg.search.fusion import confidence_weights, document_evidence, fused_order, vector_floor
 from kg.search.models import ChunkHit
 from kg.settings import Settings
 
@@ -49,7 +49,8 @@ Rule = Callable[[Mapping[str, list[tuple[str, float, str, str]]], Mapping[str, f
 
 
 def dev_sets() -> list[rq.DevSet]:
-    return [rq.hotpotqa(None), *rq.xquad(None), rq.docs(None), rq.musique(rq.MUSIQUE, None)]
+    return [rq.hotpotqa(None), *rq.xquad(None), rq.docs(None), rq.vue_ru(None),
+            rq.musique(rq.MUSIQUE, None)]  # fmt: skip
 
 
 async def _signals(
@@ -138,6 +139,7 @@ def hybrid(
     floor: float = 0.75,
     graph: str = "graph",
     dense_floor: float | None = None,
+    doc_weight: float | None = None,
 ) -> Rule:
     """kg's rule with these settings, through kg's own functions (confidence_weights, then
     fuse); ``graph`` names the graph ranking to fuse (``graph@NAME``: a collected variant's);
@@ -146,6 +148,8 @@ def hybrid(
     base = settings.search.fusion_weights
     k = settings.search.fusion_k if k is None else k
     dense = vector_floor(settings.search, settings.chunks) if dense_floor is None else dense_floor
+    if doc_weight is None:
+        doc_weight = settings.search.fusion_document_weight
 
     def rule(
         rankings: Mapping[str, list[tuple[str, float, str, str]]],
@@ -169,8 +173,12 @@ def hybrid(
             hits, weights, lead_rank=lead_rank, anchor="text", anchor_floor=floor,
             floors={"vector": dense},
         )  # fmt: skip
-        fused = fuse({n: [c[0] for c in r] for n, r in rankings.items()}, weights, k)
-        return sorted(fused, key=lambda cid: (-fused[cid], cid))
+        ids = {n: [c[0] for c in r] for n, r in rankings.items()}
+        order = fused_order(ids, weights, k)
+        if doc_weight:  # the document's path stands for its id
+            documents = {c[0]: c[2] for r in rankings.values() for c in r}
+            order = document_evidence(order, ids, weights, k, documents, doc_weight)
+        return [cid for cid, _ in order]
 
     return rule
 
@@ -188,7 +196,11 @@ def evaluate(data: Rankings, rule: Rule) -> dict[str, tuple[float, float]]:
         with contextlib.redirect_stdout(io.StringIO()):
             result = rq.score(devs[name], "x", hits, [0.0] * len(hits))
         out[name] = (result.r2, result.r5)
+        EXTRAS[name] = dict(result.extra or {})
     return out
+
+
+EXTRAS: dict[str, dict[str, float]] = {}
 
 
 def mean(figures: dict[str, tuple[float, float]], at: int) -> float:
@@ -203,7 +215,11 @@ RULES: Sequence[tuple[str, Rule]] = (
     ("`graph` alone", single("graph")),
     ("anchor floor 1 (always whole), k 2", hybrid(floor=1.0)),
     *((f"anchor floor {f}, k 2", hybrid(floor=f)) for f in (0.25, 0.5, 0.6, 0.7, 0.8, 0.9)),
-    ("**chosen: anchor floor 0.75, k 2, lead rank 3**", hybrid()),
+    ("**chosen: anchor floor 0.75, k 2, lead rank 3, document evidence 3**", hybrid()),
+    *(
+        (f"chosen with document evidence {w}", hybrid(doc_weight=w))
+        for w in (0.0, 1.0, 2.0, 5.0, 100.0)
+    ),
     *((f"anchor floor 0.75, k {k}", hybrid(k=k)) for k in (1, 3, 4, 5, 10)),
     *((f"anchor floor 0.75, k 2, lead rank {r}", hybrid(lead_rank=r)) for r in (2, 4)),
     *(
@@ -242,6 +258,7 @@ def main() -> None:
         "--variant", action="append", default=[], metavar="NAME:KEY=JSON[,KEY=JSON]",
         help="with --collect: rank with the graph signal again under these search settings",
     )  # fmt: skip
+    parser.add_argument("--extras", action="store_true", help="print each set's extra columns")
     args = parser.parse_args()
     variants = {
         name: pairs.split(",") for name, _, pairs in (v.partition(":") for v in args.variant)
@@ -265,6 +282,10 @@ def main() -> None:
         cells = " | ".join(f"{figures[n][0]:.1f} / {figures[n][1]:.1f}" for n in names)
         print(f"| {label} | {cells} | {mean(figures, 0):.1f} | {mean(figures, 1):.1f} |",
               flush=True)  # fmt: skip
+        if args.extras:
+            for name, extra in EXTRAS.items():
+                if extra:
+                    print(f"    {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in extra.items()))
 
 
 if __name__ == "__main__":

@@ -593,6 +593,16 @@ class SearchSettings(BaseModel):
     fusion_k: int = Field(
         2, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
     )
+    fusion_document_weight: float = Field(
+        3.0,
+        ge=0,
+        le=100,
+        description="`hybrid`: a chunk's fused score also gains this many times its "
+        "document's, fused the same way from each signal's ranking of documents (a document "
+        "placed by its best chunk), so a document the signals found through different chunks "
+        "leads. 0: chunks only. Needs the kept chunk vectors (a graph past their size bound "
+        "fuses chunks only).",
+    )
     fusion_lead_rank: int | None = Field(
         3,
         ge=2,

@@ -107,7 +107,7 @@ def write_graph(driver: Driver, settings: Settings) -> None:
         "UNWIND $rows AS row MATCH (d:Document {id: row.doc}) "
         "MERGE (c:Chunk {id: row.id}) "
         "SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256, "
-        "c.embedding = row.embedding "
+        "c.embedding = row.embedding, c.document_id = d.id "
         "MERGE (c)-[:PART_OF]->(d)",
         rows=chunks,
         database_=db,

@@ -100,6 +100,7 @@ UNWIND $rows AS row
 MATCH (d:Document {id: row.document})
 MERGE (c:Chunk {id: row.id})
 SET c.index = row.index, c.text = row.text, c.sha256 = row.sha256, c.embedding = row.embedding,
+    c.document_id = d.id,
     c.title = d.title
 MERGE (c)-[:PART_OF]->(d)
 """

@@ -356,8 +356,8 @@ CHUNK_PAGE: LiteralString = (
     "MATCH (c:Chunk) WHERE c.id > $after\n"
     "WITH c ORDER BY c.id\n"
     "LIMIT $limit\n"
-    "RETURN collect({id: c.id, embedding: c.embedding, namespace: c.namespace})"
-    "[..$read_rows] AS rows"
+    "RETURN collect({id: c.id, embedding: c.embedding, namespace: c.namespace,\n"
+    "       document: c.document_id})[..$read_rows] AS rows"
 )
 
 # The per-process entity vectors (kg/search/entity_vectors.py): the fuzzy seeds' vector half

@@ -13,7 +13,7 @@ read again when the graph's counts move (a new chunk adds its PART_OF link). Mor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,11 +34,13 @@ RECENT = 8
 
 @dataclass(frozen=True)
 class ChunkMatrix:
-    """Chunk ids by row, their unit vectors and namespaces."""
+    """Chunk ids by row, their unit vectors, namespaces and documents."""
 
     ids: tuple[str, ...]
     vectors: npt.NDArray[np.float32]
     namespaces: RowNamespaces
+    documents: tuple[str, ...] = ()
+    _document_of: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # the last questions' cosines: in hybrid the vector signal and the graph's passage
     # restarts ask with the same embedding, and the product is most of either's cost
     _recent: dict[tuple[float, ...], npt.NDArray[np.float32] | None] = field(
@@ -65,6 +67,12 @@ class ChunkMatrix:
         allowed = None if scope is None else self.namespaces.mask(scope)
         return [(self.ids[i], score) for i, score in top_rows(cos, k, allowed)]
 
+    def document_of(self) -> Mapping[str, str]:
+        """Chunk id -> its document's id: hybrid's document evidence (kg.search.fusion)."""
+        if not self._document_of and self.documents:
+            self._document_of.update(zip(self.ids, self.documents, strict=True))
+        return self._document_of
+
 
 def build(rows: list[dict[str, Any]], dim: int) -> ChunkMatrix:
     """The matrix of ``chunk_page`` rows whose vectors have ``dim`` numbers."""
@@ -73,6 +81,7 @@ def build(rows: list[dict[str, Any]], dim: int) -> ChunkMatrix:
         ids=tuple(str(r["id"]) for r in kept),
         vectors=vectors,
         namespaces=RowNamespaces.of(listed(r.get("namespace")) for r in kept),
+        documents=tuple(str(r.get("document") or "") for r in kept),
     )
 
 

@@ -112,15 +112,50 @@ def fuse_chunks(
     weights: Mapping[str, float],
     k: int,
     limit: int | None = None,
+    *,
+    documents: Mapping[str, str] | None = None,
+    document_weight: float = 0.0,
 ) -> list[ChunkHit]:
     """Hybrid mode: one chunk list, ranked by weighted RRF of the signals' rankings; its first
-    ``limit`` only when given (a hit is copied with its fused score: only those shown are)."""
+    ``limit`` only when given (a hit is copied with its fused score: only those shown are).
+
+    With ``documents`` (chunk id -> document id) and a ``document_weight``, a chunk also
+    gains that many times its document's fused score: the same fusion over each signal's
+    ranking of documents, each placed by its best chunk (:func:`document_evidence`)."""
     ids = {name: [c.id for c in hits] for name, hits in rankings.items()}
     by_id = {c.id: c for hits in rankings.values() for c in hits}
-    return [
-        by_id[cid].model_copy(update={"score": score})
-        for cid, score in fused_order(ids, weights, k, limit)
+    order = fused_order(ids, weights, k)
+    if documents and document_weight > 0:
+        order = document_evidence(order, ids, weights, k, documents, document_weight)
+    if limit is not None:
+        order = order[: max(limit, 0)]
+    return [by_id[cid].model_copy(update={"score": score}) for cid, score in order]
+
+
+def document_evidence(
+    order: Sequence[tuple[str, float]],
+    ids: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float],
+    k: int,
+    documents: Mapping[str, str],
+    weight: float,
+) -> list[tuple[str, float]]:
+    """``order`` ranked again with each chunk's score raised by ``weight`` times its
+    document's fused score, the sum scaled back to 0..1. Signals often find one document
+    through different chunks of it (`text` the paragraph with the words, `vector` the one
+    with the meaning): chunk-level fusion counts each chunk once and ranks a document that
+    every signal found below one chunk that two signals share. Passages that are their own
+    documents rank as before. docs/search.md, "Hybrid"."""
+    by_document = {
+        name: [documents[cid] for cid in ranking if documents.get(cid)]
+        for name, ranking in ids.items()
+    }
+    of_document = fuse(by_document, weights, k)
+    scored = [
+        (cid, (score + weight * of_document.get(documents.get(cid, ""), 0.0)) / (1 + weight))
+        for cid, score in order
     ]
+    return sorted(scored, key=lambda kv: (-kv[1], kv[0]))
 
 
 def vector_floor(search: SearchSettings, chunks: ChunkSettings) -> float:

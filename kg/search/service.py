@@ -324,7 +324,10 @@ class SearchService:
             if req.as_of is not None:
                 done = await self._dated(done, req.as_of)
             ranked = next((r.ranked for r in done.values() if r.ranked is not None), Ranked())
-            chunks = self._fuse(done, shown) if req.mode == "hybrid" else done[req.mode].chunks
+            if req.mode == "hybrid":
+                chunks = self._fuse(done, shown, await self._documents())
+            else:
+                chunks = done[req.mode].chunks
             chunks, entities = await self._evidence(
                 chunks[:shown], ranked.entity_hits(req.limit), done.values(), early
             )
@@ -424,16 +427,30 @@ class SearchService:
             signal.set(chunks=len(result.chunks))
             return result
 
-    def _fuse(self, done: Mapping[str, SignalResult], shown: int) -> list[ChunkHit]:
+    async def _documents(self) -> Mapping[str, str] | None:
+        """Chunk id -> document id from the kept chunk vectors (the vector signal has just
+        read them for these counts), for hybrid's document evidence; None when it is off or
+        the graph is past their size bound."""
+        if self._search.fusion_document_weight <= 0:
+            return None
+        stamp = await self.context.names.last_stamp()
+        matrix = await self.context.chunk_vectors.for_stamp(stamp)
+        return None if matrix is None else matrix.document_of()
+
+    def _fuse(
+        self, done: Mapping[str, SignalResult], shown: int, documents: Mapping[str, str] | None
+    ) -> list[ChunkHit]:
         """Hybrid's one ranking, its first ``shown``: each signal's weight scaled by its
         confidence for this question (kg.search.fusion), then weighted reciprocal rank
-        fusion."""
+        fusion, of chunks and of their ``documents``."""
         with observe.span("kg.search.fusion", signals=len(done)) as fusion:
-            fused = self._fused(done, shown)
+            fused = self._fused(done, shown, documents)
             fusion.set(chunks=len(fused))
             return fused
 
-    def _fused(self, done: Mapping[str, SignalResult], shown: int) -> list[ChunkHit]:
+    def _fused(
+        self, done: Mapping[str, SignalResult], shown: int, documents: Mapping[str, str] | None
+    ) -> list[ChunkHit]:
         weights = dict(self._search.fusion_weights)
         for name, result in done.items():
             if result.fusion_scale is not None:
@@ -447,7 +464,14 @@ class SearchService:
             anchor_floor=self._search.fusion_anchor_floor,
             floors={"vector": self._vector_floor},
         )
-        return fuse_chunks(rankings, weights, self._search.fusion_k, shown)
+        return fuse_chunks(
+            rankings,
+            weights,
+            self._search.fusion_k,
+            shown,
+            documents=documents,
+            document_weight=self._search.fusion_document_weight,
+        )
 
     async def _evidence(
         self,

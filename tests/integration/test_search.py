@@ -320,7 +320,7 @@ def test_hybrid_reads_only_what_it_shows_and_sees_a_chunk_written_between_search
         graph.execute_query(
             "MATCH (d:Document {id: 'doc-pay'}) "
             "CREATE (c:Chunk {id: 'c-pay-9', index: 9, text: $text, sha256: 'c-pay-9', "
-            "embedding: $vector, title: d.title})-[:PART_OF]->(d)",
+            "embedding: $vector, title: d.title, document_id: d.id})-[:PART_OF]->(d)",
             text=text,
             vector=vector,
             database_=db,
@@ -438,7 +438,7 @@ def _write_chunk(driver: Driver, database: str, chunk_id: str, text: str) -> Non
     driver.execute_query(
         "MATCH (d:Document {id: 'doc-pay'}) "
         "CREATE (c:Chunk {id: $id, index: 9, text: $text, sha256: $id, "
-        "embedding: $vector, title: d.title})-[:PART_OF]->(d)",
+        "embedding: $vector, title: d.title, document_id: d.id})-[:PART_OF]->(d)",
         id=chunk_id,
         text=text,
         vector=vector,

@@ -115,3 +115,24 @@ def test_the_vector_floor_follows_the_chunk_embedder_unless_set() -> None:
     chosen = SearchSettings(fusion_vector_floor=0.5)
     assert vector_floor(chosen, ChunkSettings(embedder="e5")) == 0.5
     assert vector_floor(chosen, ChunkSettings()) == 0.5
+
+
+def test_a_document_every_signal_found_leads_though_they_found_different_chunks() -> None:
+    # text ranks p1 (a paragraph of "page") 1st, vector p2 (another paragraph of it) 1st;
+    # both rank o1 ("other") 2nd. Chunk by chunk o1, the one chunk they share, leads; with
+    # the document evidence "page", first for both, leads.
+    text = hits(("p1", 9.0), ("o1", 8.0), ("x", 7.0))
+    vector = hits(("p2", 0.9), ("o1", 0.8), ("y", 0.7))
+    documents = {"o1": "other", "p1": "page", "p2": "page", "x": "x", "y": "y"}
+    rankings = {"text": text, "vector": vector}
+    plain = [c.id for c in fuse_chunks(rankings, WEIGHTS, 2)]
+    assert plain[0] == "o1"
+    fused = fuse_chunks(rankings, WEIGHTS, 2, documents=documents, document_weight=3.0)
+    assert [c.id for c in fused][:3] == ["p1", "p2", "o1"]
+    assert all(0.0 < c.score <= 1.0 for c in fused)  # scaled back to 0..1
+    # a weight of 0, or chunks that are their own documents, rank as before
+    assert [c.id for c in fuse_chunks(rankings, WEIGHTS, 2, documents=documents)] == plain
+    own = {cid: cid for cid in documents}
+    assert [
+        c.id for c in fuse_chunks(rankings, WEIGHTS, 2, documents=own, document_weight=3.0)
+    ] == plain

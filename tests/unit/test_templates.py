@@ -46,7 +46,7 @@ PINNED = {
     ("facts_by_vector", "default"): "5a3148540486f786",
     ("fact_page", "default"): "63002ae055d21b31",
     ("entity_page", "default"): "644fb600fe4db8d7",
-    ("chunk_page", "default"): "89db01abad980823",
+    ("chunk_page", "default"): "6b6474bd92eae1c2",
     ("graph_evidence", "default"): "875f99169568db43",
     ("evidence_chunks", "default"): "35820511e2f908fd",
     ("chunks_by_text", "default"): "1c0c744d1dde3f30",
