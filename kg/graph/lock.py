@@ -5,7 +5,9 @@ transaction that first writes the node (so Neo4j's node lock serializes the chec
 the owner when the lock is free, already ours, or its lease has expired: a worker that died
 holding it stalls the others for one lease at most. The holder renews the lease from a
 background thread while it works and deletes the node when done. A uniqueness constraint on
-``KgLock.id`` (schema/008_workers.cypher) keeps two first takers from making two nodes.
+``KgLock.id`` (schema/008_workers.cypher) keeps two first takers from making two nodes. A
+take that waited on the node a release was deleting finds it again before it counts as taken
+(a deleted node keeps no owner: without the check the taker and the next taker both held it).
 Every transaction is a managed one: transient errors (deadlock, leader switch, lost
 connection) are retried by the driver with backoff.
 """
@@ -37,7 +39,9 @@ WITH l, datetime() AS now
 WITH l, now, (l.owner IS NULL OR l.owner = $owner OR l.expires < now) AS free
 SET l.owner = CASE WHEN free THEN $owner ELSE l.owner END,
     l.expires = CASE WHEN free THEN now + duration({milliseconds: $lease_ms}) ELSE l.expires END
-RETURN free, l.owner AS owner
+WITH l, free
+OPTIONAL MATCH (kept:KgLock {id: $id}) WHERE kept.owner = $owner
+RETURN free AND kept IS NOT NULL AS free, l.owner AS owner
 """
 
 _RENEW: LiteralString = """

@@ -76,6 +76,27 @@ def test_a_waiter_times_out_or_gets_the_lock_when_it_is_released(
     assert not a.try_acquire()
 
 
+def test_a_take_racing_the_release_never_makes_two_holders(
+    locks: tuple[GraphLock, GraphLock],
+) -> None:
+    # A taker polling while the holder releases waited on the node the release was deleting,
+    # then saw it ownerless and reported the lock taken: the deleted node kept nothing, so
+    # the old holder took it again at once (12 of 60 trials before the take checked that its
+    # node is still there). The waiter test above failed this way once in a suite run.
+    twice = 0
+    for _ in range(25):
+        a, b = (replace(lock, lease_s=30.0, owner=new_owner()) for lock in locks)
+        a.acquire(wait_s=5)
+        releasing = threading.Timer(0.02, a.release)
+        releasing.start()
+        b.acquire(wait_s=5, poll_s=0.001)
+        releasing.join()
+        twice += a.try_acquire()
+        b.release()
+        a.release()
+    assert twice == 0
+
+
 def test_concurrent_takers_of_a_free_lock_one_wins(driver: Driver, settings: Settings) -> None:
     driver.execute_query("MATCH (l:KgLock {id: $id}) DETACH DELETE l", id=NAME)
     takers = [GraphLock(driver, settings.neo4j.database, NAME, lease_s=30) for _ in range(6)]
