@@ -84,32 +84,28 @@ def test_a_russian_question_finds_an_english_only_document_through_rest(
             assert expected in _files(resp.json())[:3], (mode, resp.json()["chunks"])
 
 
+#: A page whose word the glossary gets wrong: its neighbours of "render" are noise (ренат,
+#: рэнди); its loanword spelling (kg.search.retrieval.latin_cognate_stems: рендер) meets
+#: «рендер» within an edit.
+LOANWORD = {"рендер.md": "# Рендер страницы\n\nДолгий рендер страницы задерживает первую "
+            "отрисовку.\n"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("question", "expected", "more"),
+    [("Which disease affects the lungs?", "лёгкие.md", {}),
+     ("Why is the render slow?", "рендер.md", LOANWORD)],
+    ids=["glossary", "loanword"],
+)  # fmt: skip
 def test_an_english_question_finds_a_russian_only_document(
-    corpus: Path, settings: Settings
+    corpus: Path, settings: Settings, question: str, expected: str, more: dict[str, str]
 ) -> None:
-    for name, text in RUSSIAN.items():
-        (corpus / name).write_text(text, encoding="utf-8")
-    question = "Which disease affects the lungs?"
-    assert _shares_nothing(question, RUSSIAN["лёгкие.md"])
-    with KnowledgeGraph(settings) as graph:
-        graph.ingest(corpus, graph="metadata")
-        hits = graph.search(question, mode="text", limit=5).chunks
-    assert [h.document_path for h in hits][:1] == ["лёгкие.md"]
-
-
-def test_an_english_question_finds_a_russian_loanword_the_glossary_misses(
-    corpus: Path, settings: Settings
-) -> None:
-    # The glossary's neighbours of "render" are noise (ренат, рэнди); its loanword spelling
-    # (kg.search.retrieval.latin_cognate_stems: рендер) meets «рендер» within an edit.
-    russian = {**RUSSIAN, "рендер.md": "# Рендер страницы\n\nДолгий рендер страницы "
-               "задерживает первую отрисовку.\n"}  # fmt: skip
+    russian = {**RUSSIAN, **more}
     for name, text in russian.items():
         (corpus / name).write_text(text, encoding="utf-8")
-    question = "Why is the render slow?"
-    assert _shares_nothing(question, russian["рендер.md"])
+    assert _shares_nothing(question, russian[expected])
     with KnowledgeGraph(settings) as graph:
         graph.ingest(corpus, graph="metadata")
         for mode in ("text", "hybrid"):
             hits = graph.search(question, mode=mode, limit=5).chunks
-            assert [h.document_path for h in hits][:1] == ["рендер.md"], mode
+            assert [h.document_path for h in hits][:1] == [expected], mode
