@@ -183,7 +183,7 @@ def hybrid(
     return rule
 
 
-def evaluate(data: Rankings, rule: Rule) -> dict[str, tuple[float, float]]:
+def evaluate(data: Rankings, rule: Rule) -> dict[str, tuple[float, float, dict[str, float]]]:
     devs = {d.name: d for d in dev_sets()}
     out = {}
     for name, rows in data.items():
@@ -195,15 +195,11 @@ def evaluate(data: Rankings, rule: Rule) -> dict[str, tuple[float, float]]:
             hits.append([rq.Hit(info[cid][2], info[cid][3]) for cid in order[: rq.LIMIT]])
         with contextlib.redirect_stdout(io.StringIO()):
             result = rq.score(devs[name], "x", hits, [0.0] * len(hits))
-        out[name] = (result.r2, result.r5)
-        EXTRAS[name] = dict(result.extra or {})
+        out[name] = (result.r2, result.r5, dict(result.extra or {}))
     return out
 
 
-EXTRAS: dict[str, dict[str, float]] = {}
-
-
-def mean(figures: dict[str, tuple[float, float]], at: int) -> float:
+def mean(figures: dict[str, tuple[float, float, dict[str, float]]], at: int) -> float:
     xquad = [v[at] for n, v in figures.items() if n.startswith("xquad")]
     rest = [v[at] for n, v in figures.items() if not n.startswith("xquad")]
     return statistics.fmean(rest + ([statistics.fmean(xquad)] if xquad else []))
@@ -283,7 +279,7 @@ def main() -> None:
         print(f"| {label} | {cells} | {mean(figures, 0):.1f} | {mean(figures, 1):.1f} |",
               flush=True)  # fmt: skip
         if args.extras:
-            for name, extra in EXTRAS.items():
+            for name, (_, _, extra) in figures.items():
                 if extra:
                     print(f"    {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in extra.items()))
 

@@ -166,15 +166,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=GLOSSARY_FILE)
     parser.add_argument("--vectors", type=Path, help="reuse (or save) the word vectors here")
-    parser.add_argument("--sort-only", action="store_true", help="only sort --out's lines")
     parser.add_argument("--refine", type=int, default=0, help="Procrustes rounds")
     parser.add_argument("--seed-words", type=int, default=15_000)
     args = parser.parse_args()
-    if args.sort_only:
-        with gzip.open(args.out, "rt", encoding="utf-8") as text:
-            header, *rows = text.read().splitlines()
-        write(args.out, [header, *rows])
-        return
     english, russian = vocabulary()
     print(f"{len(english):,} English words, {len(russian):,} Russian lemmas", flush=True)
     if args.vectors and args.vectors.exists():

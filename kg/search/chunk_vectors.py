@@ -13,6 +13,7 @@ read again when the graph's counts move (a new chunk adds its PART_OF link). Mor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +41,6 @@ class ChunkMatrix:
     vectors: npt.NDArray[np.float32]
     namespaces: RowNamespaces
     documents: tuple[str, ...] = ()
-    _document_of: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # the last questions' cosines: in hybrid the vector signal and the graph's passage
     # restarts ask with the same embedding, and the product is most of either's cost
     _recent: dict[tuple[float, ...], npt.NDArray[np.float32] | None] = field(
@@ -67,11 +67,10 @@ class ChunkMatrix:
         allowed = None if scope is None else self.namespaces.mask(scope)
         return [(self.ids[i], score) for i, score in top_rows(cos, k, allowed)]
 
+    @functools.cached_property
     def document_of(self) -> Mapping[str, str]:
         """Chunk id -> its document's id: hybrid's document evidence (kg.search.fusion)."""
-        if not self._document_of and self.documents:
-            self._document_of.update(zip(self.ids, self.documents, strict=True))
-        return self._document_of
+        return dict(zip(self.ids, self.documents, strict=True))
 
 
 def build(rows: list[dict[str, Any]], dim: int) -> ChunkMatrix:

@@ -145,7 +145,7 @@ def document_evidence(
     through different chunks of it (`text` the paragraph with the words, `vector` the one
     with the meaning): chunk-level fusion counts each chunk once and ranks a document that
     every signal found below one chunk that two signals share. Passages that are their own
-    documents rank as before. docs/search.md, "Hybrid"."""
+    documents rank as before. docs/search.md, "Documents"."""
     by_document = {
         name: [documents[cid] for cid in ranking if documents.get(cid)]
         for name, ranking in ids.items()

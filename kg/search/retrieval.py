@@ -24,7 +24,7 @@ No I/O here: :mod:`kg.search.service` reads through guarded templates and calls 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -243,13 +243,25 @@ def latin_cognate_stems(question: str, limit: int) -> list[str]:
     (:func:`cyrillic_loanword`), at least 4 letters: the words Russian technical text borrows
     from English (компонент, директива, сервер, реактивность) that a Russian index stems
     within an edit or two of them. The mirror of :func:`cognate_stems`."""
+
+    def spelt(word: str) -> str | None:
+        if not word.isascii() or not word.isalpha():
+            return None
+        stem = cyrillic_loanword(word)
+        return stem if stem.isalpha() and all(is_cyrillic(c) for c in stem) else None
+
+    return _fuzzy_words(question, limit, spelt)
+
+
+def _fuzzy_words(question: str, limit: int, spelt: Callable[[str], str | None]) -> list[str]:
+    """The distinct ``spelt`` forms (None: skip the word) of the question's content words,
+    at least 4 characters, each cut to 40, at most ``limit``: the fuzzy terms of one index."""
     found: list[str] = []
     for word in words(question):
-        if word in STOP_WORDS or not word.isascii() or not word.isalpha():
+        if word in STOP_WORDS:
             continue
-        stem = cyrillic_loanword(word)
-        cyrillic = stem.isalpha() and all(is_cyrillic(c) for c in stem)
-        if len(stem) >= 4 and cyrillic and stem not in found:
+        stem = spelt(word)
+        if stem is not None and len(stem) >= 4 and stem not in found:
             found.append(stem[:40])
         if len(found) >= limit:
             break
@@ -263,13 +275,11 @@ def cognate_stems(question: str, limit: int) -> list[str]:
     which the English stemmer made of ``theory``: 1 edit). Measured on XQuAD, fuzzy matching of
     these doubles the share of Russian questions whose English paragraph is found
     (docs/search.md, "Languages")."""
-    found: list[str] = []
-    for word in words(question):
-        if word in STOP_WORDS or not any(is_cyrillic(c) for c in word):
-            continue
+
+    def spelt(word: str) -> str | None:
+        if not any(is_cyrillic(c) for c in word):
+            return None
         stem = strip_ending(transliterate(word))
-        if len(stem) >= 4 and stem.isalnum() and stem not in found:
-            found.append(stem[:40])
-        if len(found) >= limit:
-            break
-    return found
+        return stem if stem.isalnum() else None
+
+    return _fuzzy_words(question, limit, spelt)

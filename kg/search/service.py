@@ -435,7 +435,7 @@ class SearchService:
             return None
         stamp = await self.context.names.last_stamp()
         matrix = await self.context.chunk_vectors.for_stamp(stamp)
-        return None if matrix is None else matrix.document_of()
+        return None if matrix is None else matrix.document_of
 
     def _fuse(
         self, done: Mapping[str, SignalResult], shown: int, documents: Mapping[str, str] | None

@@ -53,7 +53,7 @@ def test_every_chunk_is_read_page_by_page(graph: Driver, settings: Settings) -> 
     assert sorted(matrix.ids) == sorted(c[0] for c in CHUNKS)
     assert pages == len(CHUNKS) // 2 + 1
     # each chunk's document, for hybrid's document evidence (kg.search.fusion)
-    assert dict(matrix.document_of()) == {c[0]: c[1] for c in CHUNKS}
+    assert dict(matrix.document_of) == {c[0]: c[1] for c in CHUNKS}
 
 
 def test_a_graph_too_large_to_keep_is_not_read_again_while_it_grows(
