@@ -55,6 +55,9 @@ TOPIC = "Topic"
 SECTION = "Section"
 CATEGORY = "Category"
 REFERENCE = "Reference"
+#: The types of the entities the document graph makes: a folder's own structure, not things its
+#: text names (the graph signal takes links to them as weak evidence).
+STRUCTURE_TYPES = frozenset({TOPIC, SECTION, CATEGORY, REFERENCE})
 IN_CATEGORY = "IN_CATEGORY"
 REFERENCES = "REFERENCES"
 #: The predicates the document graph writes: each gets a relationship type of its own.

@@ -705,6 +705,22 @@ class SearchSettings(BaseModel):
         description="Graph: the passage restarts' total weight, as a multiple of the entity "
         "seeds' total.",
     )
+    text_reset: int = Field(
+        20,
+        ge=0,
+        le=200,
+        description="`graph` mode: the text signal's first chunks (BM25, as `text` mode ranks "
+        "them) that PageRank also restarts at, in proportion to their score, when the "
+        "question's links are weak (fuzzy seeds, or the document graph's titles and headings). "
+        "Not in `hybrid`, which fuses the text ranking itself. 0: none.",
+    )
+    text_reset_weight: float = Field(
+        2.0,
+        ge=0,
+        le=100,
+        description="`graph` mode: the text restarts' total weight, as a multiple of the weak "
+        "seeds' total (this alone when nothing links).",
+    )
     relation_edge_weight: float = Field(
         1.0,
         ge=0,

@@ -100,9 +100,19 @@ def test_a_one_word_heading_in_a_question_does_not_outrank_the_text_answer(
     # graph alone. At the graph's full weight, as before, that section moves `hybrid`.
     no_graph = tuned(settings, fusion_weights={**settings.search.fusion_weights, "graph": 0.0})
     assert _chunks(settings, "hybrid") == _chunks(no_graph, "hybrid")
-    assert _files(settings, "graph")[0] == "requests.md"
     as_a_name = tuned(settings, unlinked_graph_weight=1.0)
     assert _chunks(as_a_name, "hybrid") != _chunks(no_graph, "hybrid")
+
+
+def test_graph_mode_restarts_at_the_text_hits_when_a_heading_is_all_it_links(
+    docs_graph: Driver, settings: Settings
+) -> None:
+    # The walk from the heading alone leads with its section; restarted at the text
+    # signal's hits too, in proportion to the weak link's weight, `graph` answers as `text`.
+    assert _files(tuned(settings, text_reset=0), "graph")[0] == "requests.md"
+    assert _files(settings, "graph")[0] == "testclient.md"
+    # the restarts are `graph` mode's: `hybrid` fuses the text ranking itself
+    assert _chunks(tuned(settings, text_reset=0), "hybrid") == _chunks(settings, "hybrid")
 
 
 def _chunks(settings: Settings, mode: str) -> list[str]:

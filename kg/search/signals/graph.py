@@ -30,7 +30,7 @@ from kg.cypher.params import (
     PassageHopParams,
     SeedExpansionParams,
 )
-from kg.docgraph import SECTION
+from kg.docgraph import SECTION, STRUCTURE_TYPES
 from kg.search.entity_vectors import EntityVectors
 from kg.search.facts import Facts
 from kg.search.fusion import rrf
@@ -59,6 +59,7 @@ from kg.search.signals.base import (
     by_score,
     id_hits,
 )
+from kg.search.signals.text import TextSignal
 from kg.words import form, words
 
 # Candidates fetched from each index per seed kept: fusion needs some depth to work with.
@@ -148,6 +149,7 @@ class GraphSignal:
         self._facts = Facts(context.guard, self._chunk_dim)
         self._chunk_vectors = context.chunk_vectors
         self._entity_vectors = EntityVectors(context.guard, self._dim)
+        self._text = TextSignal(context)
 
     async def search(self, query: SignalQuery) -> SignalResult:
         link_text = "\n".join([query.request.query, *query.translations.values()])
@@ -209,11 +211,13 @@ class GraphSignal:
 
     async def _link(
         self, query: str
-    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], set[str]]:
+    ) -> tuple[dict[str, tuple[float, Mapping[str, Any]]], set[int], set[str], set[str]]:
         """Seeds: entities the question names (longest n-gram matches), each weighted by its
         specificity (a Cyrillic n-gram also in Latin transliteration: ``Кафка`` names
         ``Kafka``). Also returns the positions of the question's words that the links
-        consumed, and the seeds linked through a one-word section heading only (weak)."""
+        consumed, the seeds linked through a one-word section heading only (weak), and those
+        linked through one word to any entity of the document graph (a title, a heading, a
+        folder: a word that is usually an ordinary word of the corpus)."""
         grams = question_ngrams(query, self._search.link_max_words)
         lookups = spellings(grams, MAX_PHRASES)
         exact_rows = await self._exact(list(lookups)) if lookups else []
@@ -249,7 +253,14 @@ class GraphSignal:
         }
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         kept = {eid: (weight, info[eid]) for eid, weight in best if weight > 0}
-        return kept, consumed, weak & kept.keys()
+        # Any one-word link to the document graph's own titles, headings and folders: what
+        # the text restarts stand in for (`graph` mode)
+        one_word = {
+            eid
+            for eid, gram in links.items()
+            if gram.end - gram.start == 1 and info[eid].get("type") in STRUCTURE_TYPES
+        }
+        return kept, consumed, weak & kept.keys(), one_word & kept.keys()
 
     async def _fuzzy(
         self, query: str, vectors: QuestionVectors
@@ -298,6 +309,16 @@ class GraphSignal:
 
         found, nearest = await asyncio.gather(facts(), chunks())
         return found, nearest
+
+    async def _text_anchors(self, query: SignalQuery) -> list[dict[str, Any]]:
+        """The text signal's first chunks (``search.text_reset``) that PageRank restarts at, in
+        ``graph`` mode only: ``hybrid`` fuses the text ranking itself (restarting there too
+        cost HotpotQA's ``hybrid`` 10 points of R@5; docs/search.md, "Text restarts")."""
+        k = self._search.text_reset
+        if not k or query.request.mode != "graph":
+            return []
+        hits = await self._text.ranking(query.request.query, k, query.translations)
+        return [{"id": hit.id, "score": hit.score} for hit in hits]
 
     async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:
         """``entity_links`` rows for the spellings that some name or alias equals (the others
@@ -380,8 +401,8 @@ class GraphSignal:
         entity or matched a fact (else the seeds are fuzzy candidates, or one-word headings'
         weak links)."""
         req, k, vectors = query.request, query.k, query.vectors
-        (linked, consumed, weak), (facts, dense) = await asyncio.gather(
-            self._link(link_text), self._anchors(question, vectors)
+        (linked, consumed, weak, one_word), (facts, dense), texted = await asyncio.gather(
+            self._link(link_text), self._anchors(question, vectors), self._text_anchors(query)
         )
         stamp, _ = self._names.last()
         _tell_stamp(query, stamp)
@@ -404,14 +425,23 @@ class GraphSignal:
         named = any(eid not in weak or eid in matched for eid in seeds)
         if not seeds:
             seeds = await self._fuzzy(link_text, vectors)
-        if not seeds:
+        if not seeds and not texted:
             return Ranked(), [], named
         # Relations are walked from the names the question links (else from the fact seeds):
         # fact ends add rows to rank, not passages (those come from PageRank's restarts).
         walk = linked or seeds
-        restarts = passage_restarts(
-            dense, sum(w for w, _ in seeds.values()), self._search.passage_reset_weight
-        )
+        mass = sum(w for w, _ in seeds.values())
+        restarts = passage_restarts(dense, mass, self._search.passage_reset_weight)
+        # `graph` mode's text restarts weigh as much as the weak seeds: the fuzzy ones, and the
+        # one-word links to the document graph's titles, headings and folders (the walk from
+        # those reaches their documents' chunks alike; BM25 knows which holds the question's
+        # words). A name of more words, a relation or a fact leaves the walk its own.
+        named_any = bool(linked or matched)
+        weak_mass = sum(w for eid, (w, _) in seeds.items() if not named_any or eid in one_word)
+        if texted and (weak_mass > 0 or not seeds):
+            more = passage_restarts(texted, weak_mass, self._search.text_reset_weight)
+            for cid, weight in more.items():
+                restarts[cid] = restarts.get(cid, 0.0) + weight
         expansion = SeedExpansionParams.model_construct(
             # strongest first: the frontier cap keeps their neighbours
             entity_ids=sorted(walk, key=lambda eid: -walk[eid][0])[:MAX_SEEDS],

@@ -46,6 +46,14 @@ class TextSignal:
         )
         return SignalResult(chunks=chunks, texts=False, texted=texted)
 
+    async def ranking(
+        self, query: str, k: int, texts: Mapping[LanguageCode, str] | None = None
+    ) -> list[ChunkHit]:
+        """The first ``k`` chunks by BM25 as ``text`` mode ranks them, ids and scores only:
+        what the graph signal restarts PageRank at (``search.text_reset``)."""
+        chunks, _ = await self._text_chunks(query, k, texts, texted=0)
+        return chunks
+
     async def _text_chunks(
         self,
         query: str,
