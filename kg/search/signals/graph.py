@@ -401,8 +401,8 @@ class GraphSignal:
         entity or matched a fact (else the seeds are fuzzy candidates, or one-word headings'
         weak links)."""
         req, k, vectors = query.request, query.k, query.vectors
-        (linked, consumed, weak, one_word), (facts, dense), texted = await asyncio.gather(
-            self._link(link_text), self._anchors(question, vectors), self._text_anchors(query)
+        (linked, consumed, weak, one_word), (facts, dense) = await asyncio.gather(
+            self._link(link_text), self._anchors(question, vectors)
         )
         stamp, _ = self._names.last()
         _tell_stamp(query, stamp)
@@ -425,6 +425,14 @@ class GraphSignal:
         named = any(eid not in weak or eid in matched for eid in seeds)
         if not seeds:
             seeds = await self._fuzzy(link_text, vectors)
+        # `graph` mode's text restarts weigh as much as the weak seeds: the fuzzy ones, and the
+        # one-word links to the document graph's titles, headings and folders (the walk from
+        # those reaches their documents' chunks alike; BM25 knows which holds the question's
+        # words). A name of more words, a relation or a fact leaves the walk its own, and the
+        # text index is not asked (linking is in memory: asking after it costs little).
+        named_any = bool(linked or matched)
+        weak_mass = sum(w for eid, (w, _) in seeds.items() if not named_any or eid in one_word)
+        texted = await self._text_anchors(query) if weak_mass > 0 or not seeds else []
         if not seeds and not texted:
             return Ranked(), [], named
         # Relations are walked from the names the question links (else from the fact seeds):
@@ -432,13 +440,7 @@ class GraphSignal:
         walk = linked or seeds
         mass = sum(w for w, _ in seeds.values())
         restarts = passage_restarts(dense, mass, self._search.passage_reset_weight)
-        # `graph` mode's text restarts weigh as much as the weak seeds: the fuzzy ones, and the
-        # one-word links to the document graph's titles, headings and folders (the walk from
-        # those reaches their documents' chunks alike; BM25 knows which holds the question's
-        # words). A name of more words, a relation or a fact leaves the walk its own.
-        named_any = bool(linked or matched)
-        weak_mass = sum(w for eid, (w, _) in seeds.items() if not named_any or eid in one_word)
-        if texted and (weak_mass > 0 or not seeds):
+        if texted:
             more = passage_restarts(texted, weak_mass, self._search.text_reset_weight)
             for cid, weight in more.items():
                 restarts[cid] = restarts.get(cid, 0.0) + weight
