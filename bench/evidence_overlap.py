@@ -61,11 +61,17 @@ def _patch() -> None:
         return await read(self, chunk_ids, entity_ids)
 
     async def chunks(
-        self: TextSignal, query: str, k: int, texts: Any = None, *, texted: int | None = None
+        self: TextSignal,
+        query: str,
+        k: int,
+        texts: Any = None,
+        *,
+        texted: int | None = None,
+        shares: Any = None,
     ) -> tuple[list[ChunkHit], dict[str, ChunkHit]]:
         if texted is not None and not BESIDE["on"]:
             texted = 0
-        return await text_chunks(self, query, k, texts, texted=texted)
+        return await text_chunks(self, query, k, texts, texted=texted, shares=shares)
 
     SearchService._early_evidence = maybe_early  # type: ignore[method-assign]
     SearchService._read_evidence = counted  # type: ignore[method-assign]

@@ -294,6 +294,7 @@ class SearchService:
                 else None
             ),
             shown=shown,
+            shares=await self._corpus_shares() if {"text", "graph"} & set(names) else {},
         )
         chunks, entities, ranked = await self._ranked(query, names, shown)
         reranked: RerankOutcome | None = None
@@ -543,6 +544,12 @@ class SearchService:
         """Languages that have chunks."""
         counts = await self._corpus_counts()
         return tuple(lang.code for lang in LANGUAGES if counts.get(lang.code, 0) > 0)
+
+    async def _corpus_shares(self) -> dict[LanguageCode, float]:
+        """Each language's share of the graph's chunks (empty for an empty graph)."""
+        counts = await self._corpus_counts()
+        total = sum(counts.values())
+        return {code: n / total for code, n in counts.items()} if total else {}
 
     async def _corpus_counts(self) -> dict[LanguageCode, int]:
         """How many chunks each language has in the whole graph (the count store), cached for

@@ -144,3 +144,23 @@ def test_fuzzy_words_are_rendered_by_the_model_never_taken_as_syntax() -> None:
     for bad in (["te~2"], ["a b c"], ["x"], ["w" * 41], ["tesl"] * (MAX_FUZZY_WORDS + 1)):
         with pytest.raises(ValueError, match="fuzzy"):
             ChunksByTextParams(text="x", fuzzy={"en": bad})
+
+
+def test_the_glossed_language_counts_at_least_its_share_of_the_corpus() -> None:
+    from kg.search.signals.text import language_queries
+
+    question = "How do I listen to a click?"
+    texts, fuzzy, weights = language_queries(question, {}, {})
+    assert set(fuzzy) == {"ru"} and texts["ru"].startswith(question)
+    assert weights == {"en": 1.0, "ru": MIN_WEIGHT}  # the question's script alone
+    # over Vue's Russian guide (89% of its chunks Russian, the English ones mostly code)
+    _, _, weights = language_queries(question, {}, {"en": 0.11, "ru": 0.89})
+    assert weights == {"en": 1.0, "ru": 0.89}
+    # a Russian question over both languages alike; the question's own language is untouched
+    _, fuzzy, weights = language_queries(
+        "Какая болезнь поражает лёгкие?", {}, {"en": 0.5, "ru": 0.5}
+    )
+    assert set(fuzzy) == {"en"} and weights == {"en": 0.5, "ru": 1.0}
+    # a translation counts fully and is not glossed
+    texts, fuzzy, weights = language_queries(question, {"ru": "Как слушать клик?"}, {"ru": 0.2})
+    assert fuzzy == {} and texts["ru"] == "Как слушать клик?" and weights["ru"] == 1.0

@@ -116,6 +116,9 @@ class SignalQuery:
     # How many chunks the response shows (0: the request's limit): a signal ranking ids may
     # bring the texts of its first ones.
     shown: int = 0
+    # Each language's share of the graph's chunks (empty: unknown): how much a glossed
+    # language's text ranking counts at least (kg.search.signals.text).
+    shares: Mapping[LanguageCode, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

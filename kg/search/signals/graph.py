@@ -317,7 +317,7 @@ class GraphSignal:
         k = self._search.text_reset
         if not k or query.request.mode != "graph":
             return []
-        hits = await self._text.ranking(query.request.query, k, query.translations)
+        hits = await self._text.ranking(query, k)
         return [{"id": hit.id, "score": hit.score} for hit in hits]
 
     async def _exact(self, lookups: list[tuple[str, ...]]) -> list[dict[str, Any]]:

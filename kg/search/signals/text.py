@@ -22,6 +22,36 @@ from kg.search.signals.base import (
 )
 
 
+def language_queries(
+    query: str, texts: Mapping[LanguageCode, str], shares: Mapping[LanguageCode, float]
+) -> tuple[dict[LanguageCode, str], dict[LanguageCode, list[str]], dict[str, float]]:
+    """Each language index's query text, its fuzzy terms, and how much its ranking counts.
+
+    A language with a translation in ``texts`` gets that and counts fully; otherwise the
+    question's script's share of its letters says how much each language's ranking counts,
+    and the other language gets the question glossed. The glossed language's ranking counts
+    at least its share of the corpus's chunks (``shares``): over Vue's Russian guide, whose
+    English index holds mostly code, an English question's Russian ranking counts 0.89 where
+    the question's script gave it 0.1; over a corpus of both languages alike, 0.5."""
+    # A translation with its names, or a question with its transliteration, may outgrow what
+    # the template takes; only the first 64 words are searched anyway.
+    out = {code: text[:MAX_TEXT_CHARS] for code, text in texts.items()}
+    weights = index_weights(query)
+    for code in out:
+        weights[code] = 1.0
+    fuzzy: dict[LanguageCode, list[str]] = {}
+    if "en" not in out and weights["ru"] > weights["en"]:
+        glossed = " ".join(gloss(query, "en"))
+        out["en"] = f"{query} {glossed} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
+        fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
+    elif "ru" not in out and weights["en"] > weights["ru"]:
+        out["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
+        fuzzy["ru"] = latin_cognate_stems(query, MAX_FUZZY_WORDS)
+    for code in fuzzy:  # the glossed language
+        weights[code] = max(weights[code], shares.get(code, 0.0))
+    return out, fuzzy, weights
+
+
 class TextSignal:
     """Each language's fulltext index (``chunk_text_en``, ``chunk_text_ru``: kg.languages)."""
 
@@ -36,22 +66,25 @@ class TextSignal:
         # ranked by id and score, each language's first `shown` with their texts; the service
         # reads the texts of the others it shows.
         if query.request.mode != "hybrid":
-            chunks, _ = await self._text_chunks(query.request.query, query.k, query.translations)
+            chunks, _ = await self._text_chunks(
+                query.request.query, query.k, query.translations, shares=query.shares
+            )
             return SignalResult(chunks=chunks)
         chunks, texted = await self._text_chunks(
             query.request.query,
             query.k,
             query.translations,
             texted=query.shown or query.request.limit,
+            shares=query.shares,
         )
         return SignalResult(chunks=chunks, texts=False, texted=texted)
 
-    async def ranking(
-        self, query: str, k: int, texts: Mapping[LanguageCode, str] | None = None
-    ) -> list[ChunkHit]:
+    async def ranking(self, query: SignalQuery, k: int) -> list[ChunkHit]:
         """The first ``k`` chunks by BM25 as ``text`` mode ranks them, ids and scores only:
         what the graph signal restarts PageRank at (``search.text_reset``)."""
-        chunks, _ = await self._text_chunks(query, k, texts, texted=0)
+        chunks, _ = await self._text_chunks(
+            query.request.query, k, query.translations, texted=0, shares=query.shares
+        )
         return chunks
 
     async def _text_chunks(
@@ -61,6 +94,7 @@ class TextSignal:
         texts: Mapping[LanguageCode, str] | None = None,
         *,
         texted: int | None = None,
+        shares: Mapping[LanguageCode, float] | None = None,
     ) -> tuple[list[ChunkHit], dict[str, ChunkHit]]:
         """Lucene BM25 over chunk text and document title in each language's index, the
         rankings fused by how much of the question each language's script holds
@@ -72,24 +106,14 @@ class TextSignal:
         its words spelt as Russian loanwords, as fuzzy terms
         (:func:`kg.search.retrieval.latin_cognate_stems`: ``render`` meets «рендер»).
 
+        The glossed language's ranking counts at least its share of the corpus
+        (:func:`language_queries`).
+
         ``texted`` (hybrid): the hits carry ids and scores, and the first ``texted`` of each
         language come with their texts too, by id."""
         if not escape_lucene(query):
             return [], {}
-        # A translation with its names, or a question with its transliteration, may outgrow
-        # what the template takes; only the first 64 words are searched anyway.
-        texts = {code: text[:MAX_TEXT_CHARS] for code, text in (texts or {}).items()}
-        weights = index_weights(query)
-        for code in texts:
-            weights[code] = 1.0
-        fuzzy: dict[LanguageCode, list[str]] = {}
-        if "en" not in texts and weights["ru"] > weights["en"]:
-            glossed = " ".join(gloss(query, "en"))
-            texts["en"] = f"{query} {glossed} {transliterate(query.casefold())}"[:MAX_TEXT_CHARS]
-            fuzzy["en"] = cognate_stems(query, MAX_FUZZY_WORDS)
-        elif "ru" not in texts and weights["en"] > weights["ru"]:
-            texts["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
-            fuzzy["ru"] = latin_cognate_stems(query, MAX_FUZZY_WORDS)
+        texts, fuzzy, weights = language_queries(query, texts or {}, shares or {})
         result = await self._guard.run(
             "chunks_by_text",
             ChunksByTextParams.model_construct(
