@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from kg.cypher.lucene import escape_lucene
 from kg.cypher.params import MAX_FUZZY_WORDS, MAX_TEXT_CHARS, ChunksByTextParams
 from kg.glossary import gloss
-from kg.languages import LanguageCode, index_weights
+from kg.languages import MIN_WEIGHT, LanguageCode, index_weights
 from kg.resolve.normalize import transliterate
 from kg.search.fusion import fuse_chunks, fused_order
 from kg.search.models import ChunkHit
@@ -21,6 +21,10 @@ from kg.search.signals.base import (
     id_hits,
 )
 
+#: The share of the corpus from which a language's own ranking counts fully (docs/search.md,
+#: "Fusion"; 0.25 measured the same on vue-ru).
+MAJORITY = 0.5
+
 
 def language_queries(
     query: str, texts: Mapping[LanguageCode, str], shares: Mapping[LanguageCode, float]
@@ -29,10 +33,13 @@ def language_queries(
 
     A language with a translation in ``texts`` gets that and counts fully; otherwise the
     question's script's share of its letters says how much each language's ranking counts,
-    and the other language gets the question glossed. The glossed language's ranking counts
-    at least its share of the corpus's chunks (``shares``): over Vue's Russian guide, whose
-    English index holds mostly code, an English question's Russian ranking counts 0.89 where
-    the question's script gave it 0.1; over a corpus of both languages alike, 0.5."""
+    and the other language gets the question glossed. The corpus's own mix (``shares``, each
+    language's share of the chunks) moves both: the glossed language counts at least its
+    share, and the question's language, where it holds less than half the corpus, counts in
+    proportion (its share / :data:`MAJORITY`). Over Vue's Russian guide, whose English index
+    holds 11% of the chunks and mostly code, an English question's Russian ranking counts
+    0.89 (its script gave 0.1) and its English one 0.22; over a corpus of both languages
+    alike nothing moves but the glossed language's floor (0.5)."""
     # A translation with its names, or a question with its transliteration, may outgrow what
     # the template takes; only the first 64 words are searched anyway.
     out = {code: text[:MAX_TEXT_CHARS] for code, text in texts.items()}
@@ -47,8 +54,11 @@ def language_queries(
     elif "ru" not in out and weights["en"] > weights["ru"]:
         out["ru"] = f"{query} {' '.join(gloss(query, 'ru'))}"[:MAX_TEXT_CHARS]
         fuzzy["ru"] = latin_cognate_stems(query, MAX_FUZZY_WORDS)
-    for code in fuzzy:  # the glossed language
-        weights[code] = max(weights[code], shares.get(code, 0.0))
+    for language, share in shares.items():
+        if language in fuzzy:  # the glossed language
+            weights[language] = max(weights[language], share)
+        elif language not in out:  # the question as written, in a minority's index
+            weights[language] = max(MIN_WEIGHT, weights[language] * min(1.0, share / MAJORITY))
     return out, fuzzy, weights
 
 
