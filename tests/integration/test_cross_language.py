@@ -109,3 +109,18 @@ def test_an_english_question_finds_a_russian_only_document(
         for mode in ("text", "hybrid"):
             hits = graph.search(question, mode=mode, limit=5).chunks
             assert [h.document_path for h in hits][:1] == [expected], mode
+
+
+def test_a_minority_language_code_block_does_not_outrank_the_majority_language_answer(
+    corpus: Path, settings: Settings
+) -> None:
+    # A Russian folder with one English code block that has the question's words: the English
+    # index holds a fifth of the chunks, so its ranking counts 0.4 and the glossed Russian one
+    # 0.8 (kg.search.signals.text.language_queries); by the question's script alone, 1 and 0.1.
+    code = "```js\n// the render is slow: render once\nconst render = () => draw(slowPage)\n```\n"
+    for name, text in {**RUSSIAN, **LOANWORD, "snippet.md": code}.items():
+        (corpus / name).write_text(text, encoding="utf-8")
+    with KnowledgeGraph(settings) as graph:
+        graph.ingest(corpus, graph="metadata")
+        found = graph.search("Why is the render slow?", mode="text", limit=5).chunks
+        assert [h.document_path for h in found][:2] == ["рендер.md", "snippet.md"]
