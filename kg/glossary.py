@@ -96,3 +96,25 @@ def gloss(text: str, target: LanguageCode) -> list[str]:
                 if len(out) >= MAX_GLOSS_WORDS:
                     return out
     return out
+
+
+def english_reading(text: str) -> str:
+    """What an English-only embedder (WordLlama) reads for a Russian question: its gloss, and
+    its names as English spells them: each capitalized word past the first transliterated
+    (``Мэннингу`` -> *menningu*, near *Manning* in a subword table), each Latin word as
+    written (``Payments API``). The gloss alone dropped them; the whole question
+    transliterated drowns the gloss (XQuAD ru->en `vector` R@5 73.6 with the gloss, 78.2
+    with its names, 60.3 with the whole question: docs/search.md, "Languages")."""
+    from kg.resolve.normalize import transliterate  # the ingest's own, loaded when asked
+
+    names: list[str] = []
+    for at, token in enumerate(text.split()):
+        word = token.strip(".,;:!?()[]{}«»\"'")
+        if not word:
+            continue
+        if not any(is_cyrillic(c) for c in word):
+            if any(c.isalpha() for c in word):
+                names.append(word)
+        elif at > 0 and word[0].isupper():
+            names.append(transliterate(word.casefold()))
+    return " ".join([*gloss(text, "en"), *names])

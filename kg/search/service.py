@@ -53,7 +53,7 @@ from kg.cypher.params import (
 )
 from kg.cypher.templates import REGISTRY, Registry
 from kg.errors import KGError, QueryRejected, ScopeDenied, only_sent
-from kg.glossary import gloss
+from kg.glossary import english_reading
 from kg.languages import LANGUAGES, LanguageCode, detect, index_weights
 from kg.models import NO_NUL, has_nul
 from kg.resolve import Embedder
@@ -564,7 +564,8 @@ class SearchService:
         return counts
 
     async def _dense_text(self, query: str) -> str | None:
-        """For a question written mostly in Cyrillic, its English gloss (kg.glossary), when the
+        """For a question written mostly in Cyrillic, its English gloss and its names
+        (kg.glossary.english_reading), when the
         chunk embedder is WordLlama (it reads English; the gloss alone embedded better than the
         question with it: XQuAD ru->en dense R@5 71.4 against 66.8) and the corpus is mostly
         English (over a mostly Russian one the gloss pulled it towards the few English chunks:
@@ -577,8 +578,7 @@ class SearchService:
         counts = await self._corpus_counts()
         if counts.get("en", 0) < counts.get("ru", 0):
             return None
-        glossed = gloss(query, "en")
-        return " ".join(glossed) if glossed else None
+        return english_reading(query) or None
 
     def _check(self, req: SearchRequest) -> None:
         """Settings may be stricter than the request model's own bounds."""

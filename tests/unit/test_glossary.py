@@ -67,3 +67,16 @@ def test_every_row_is_found_by_the_binary_search_and_absent_words_are_not() -> N
     for language, word in [("en", "a"), ("en", "zzzzzzzz"), ("ru", "аааааааа"), ("ru", "яяяяяяя"),
                            ("xx", "word"), ("", ""), ("en", "payment\tx")]:  # fmt: skip
         assert _row(language, word) is None, (language, word)
+
+
+def test_the_english_reading_of_a_russian_question_keeps_its_names() -> None:
+    from kg.glossary import english_reading
+
+    reading = english_reading("Сколько лет было Мэннингу, когда он играл в Суперкубке 50?")
+    assert reading.startswith(" ".join(gloss("Сколько лет было Мэннингу", "en")))
+    # the names, as English spells them; the first word is capitalized by the sentence only
+    assert reading.split()[-2:] == ["menningu", "superkubke"]
+    assert "skolko" not in reading
+    # Latin words are kept as written, after the gloss of the Russian ones
+    assert english_reading("Какую базу использует Payments API?").endswith("Payments API")
+    assert english_reading("") == ""

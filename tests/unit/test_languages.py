@@ -164,6 +164,10 @@ def test_the_glossed_language_counts_at_least_its_share_of_the_corpus() -> None:
     # never under the floor
     _, _, weights = language_queries(question, {}, {"en": 0.0, "ru": 1.0})
     assert weights == {"en": MIN_WEIGHT, "ru": 1.0}
+    # a Russian question over a mostly English corpus: its own words found in the Russian
+    # prose keep their weight (a minority English index is mostly code; a Russian one is not)
+    _, _, weights = language_queries("Какая болезнь поражает лёгкие?", {}, {"en": 0.9, "ru": 0.1})
+    assert weights == {"en": 0.9, "ru": 1.0}
     # a Russian question over both languages alike; the question's own language is untouched
     _, fuzzy, weights = language_queries(
         "Какая болезнь поражает лёгкие?", {}, {"en": 0.5, "ru": 0.5}
