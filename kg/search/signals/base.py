@@ -116,8 +116,8 @@ class SignalQuery:
     # How many chunks the response shows (0: the request's limit): a signal ranking ids may
     # bring the texts of its first ones.
     shown: int = 0
-    # Each language's share of the graph's chunks (empty: unknown): how much a glossed
-    # language's text ranking counts at least (kg.search.signals.text).
+    # Each language's share of the graph's chunks (empty: unknown): it moves how much each
+    # language's text ranking counts (kg.search.signals.text.language_queries).
     shares: Mapping[LanguageCode, float] = field(default_factory=dict)
 
 

@@ -233,14 +233,17 @@ class GraphSignal:
                 for gram_words in lookups.get(phrase, ()):
                     hits.setdefault(gram_words, []).append(eid)
         links = longest_links(grams, hits)
-        # A one-word section heading ("Application", «Объявление») is mentioned by its own
-        # section only, so it looks as specific as a name; the word is usually an ordinary
-        # word of the corpus, and the link weak evidence (docs/search.md, "Headings").
-        weak = {
+        # One word linking a title, heading or folder of the document graph: usually an
+        # ordinary word of the corpus (what `graph` mode's text restarts stand in for).
+        one_word = {
             eid
             for eid, gram in links.items()
-            if gram.end - gram.start == 1 and info[eid].get("type") == SECTION
+            if gram.end - gram.start == 1 and info[eid].get("type") in STRUCTURE_TYPES
         }
+        # A one-word section heading ("Application", «Объявление») is mentioned by its own
+        # section only, so it looks as specific as a name; the link is weak evidence
+        # (docs/search.md, "Headings").
+        weak = {eid for eid in one_word if info[eid].get("type") == SECTION}
         seeds = {
             eid: specificity(mentions[eid])
             * (self._search.heading_link_weight if eid in weak else 1.0)
@@ -253,13 +256,6 @@ class GraphSignal:
         }
         best = sorted(seeds.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_SEEDS]
         kept = {eid: (weight, info[eid]) for eid, weight in best if weight > 0}
-        # Any one-word link to the document graph's own titles, headings and folders: what
-        # the text restarts stand in for (`graph` mode)
-        one_word = {
-            eid
-            for eid, gram in links.items()
-            if gram.end - gram.start == 1 and info[eid].get("type") in STRUCTURE_TYPES
-        }
         return kept, consumed, weak & kept.keys(), one_word & kept.keys()
 
     async def _fuzzy(

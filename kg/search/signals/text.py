@@ -120,8 +120,7 @@ class TextSignal:
         its words spelt as Russian loanwords, as fuzzy terms
         (:func:`kg.search.retrieval.latin_cognate_stems`: ``render`` meets «рендер»).
 
-        The glossed language's ranking counts at least its share of the corpus
-        (:func:`language_queries`).
+        The corpus's language mix (``shares``) moves those weights (:func:`language_queries`).
 
         ``texted`` (hybrid): the hits carry ids and scores, and the first ``texted`` of each
         language come with their texts too, by id."""
