@@ -34,8 +34,12 @@ from kg.languages import RUSSIAN_TYPE_NAMES, is_cyrillic, stems
 from kg.resolve.normalize import strip_ending, transliterate
 from kg.words import MAX_WORD_CHARS, STOP_WORDS, form, words
 
-#: Phrases one question may send to the fulltext index.
+#: Phrases one question may send to the fulltext index (the ``entity_links`` template's bound).
 MAX_PHRASES = 128
+#: Word n-grams one question is looked up by among the names kept in memory. A question of 20
+#: words has 132 n-grams of up to 8 words; cut longest first at 128, it lost its single
+#: words, the names most often asked (docs/search.md, "Linking").
+MAX_NGRAMS = 1024
 
 
 @dataclass(frozen=True)
@@ -47,26 +51,29 @@ class Ngram:
     words: tuple[str, ...]
 
 
-def question_ngrams(question: str, max_words: int, limit: int = MAX_PHRASES) -> list[Ngram]:
-    """Word n-grams of the question that could be a name, longest first (at most ``limit``)."""
+def question_ngrams(question: str, max_words: int, limit: int = MAX_NGRAMS) -> list[Ngram]:
+    """Word n-grams of the question that could be a name, longest first; past ``limit``, the
+    longest are the ones left out (a name is more often one word than eight)."""
     tokens = words(question)
     found: list[Ngram] = []
     long = {i for i, token in enumerate(tokens) if len(token) > MAX_WORD_CHARS}
-    for size in range(min(max_words, len(tokens)), 0, -1):
+    for size in range(1, min(max_words, len(tokens)) + 1):
         for start in range(len(tokens) - size + 1):
+            if len(found) >= limit:
+                return found[::-1]
             gram = tuple(tokens[start : start + size])
             if long.isdisjoint(range(start, start + size)) and form(" ".join(gram)) is not None:
                 found.append(Ngram(start, start + size, gram))
-    return found[:limit]
+    return found[::-1]
 
 
 def spellings(ngrams: Sequence[Ngram], limit: int) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
     """Each n-gram's words as looked up among names, and the n-grams they stand for: the words
     themselves and, for an n-gram with Cyrillic words, their Latin transliteration (the
-    resolver's, so ``Кафка`` is looked up as ``kafka`` too). At most ``limit`` spellings,
-    longest n-grams first."""
+    resolver's, so ``Кафка`` is looked up as ``kafka`` too). At most ``limit`` spellings: past
+    it, those of the longest n-grams are left out."""
     found: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-    for gram in ngrams:
+    for gram in sorted(ngrams, key=lambda g: (g.end - g.start, g.start)):
         variants = [gram.words]
         latin = tuple(transliterate(w) for w in gram.words)
         if latin != gram.words and form(" ".join(latin)) is not None:
@@ -76,6 +83,13 @@ def spellings(ngrams: Sequence[Ngram], limit: int) -> dict[tuple[str, ...], list
                 return found
             found.setdefault(variant, []).append(gram.words)
     return found
+
+
+def shortest(spellings: Sequence[tuple[str, ...]], limit: int) -> list[tuple[str, ...]]:
+    """``spellings`` cut to ``limit``, the longest left out (a template's bound)."""
+    if len(spellings) <= limit:
+        return list(spellings)
+    return sorted(spellings, key=len)[:limit]
 
 
 def longest_links(

@@ -41,12 +41,14 @@ from kg.search.passages import PassageGraph, Passages, distinct
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.relations import RelationGraph, Relations
 from kg.search.retrieval import (
+    MAX_NGRAMS,
     MAX_PHRASES,
     asked_types,
     longest_links,
     pagerank,
     personalized_pagerank,
     question_ngrams,
+    shortest,
     specificity,
     spellings,
 )
@@ -219,7 +221,7 @@ class GraphSignal:
         linked through one word to any entity of the document graph (a title, a heading, a
         folder: a word that is usually an ordinary word of the corpus)."""
         grams = question_ngrams(query, self._search.link_max_words)
-        lookups = spellings(grams, MAX_PHRASES)
+        lookups = spellings(grams, MAX_NGRAMS)
         exact_rows = await self._exact(list(lookups)) if lookups else []
         hits: dict[tuple[str, ...], list[str]] = {}
         info: dict[str, Mapping[str, Any]] = {}
@@ -323,7 +325,7 @@ class GraphSignal:
         names were read, the names are read again (and the links asked again)."""
 
         async def links(forms: frozenset[tuple[str, ...]] | None) -> list[dict[str, Any]]:
-            asked = may_name(lookups, forms)
+            asked = shortest(may_name(lookups, forms), MAX_PHRASES)
             if not asked:
                 return []
             result = await self._guard.run(
@@ -340,7 +342,7 @@ class GraphSignal:
             return in_memory
         if stamp is None:
             return await links(await self._names.current())
-        asked = may_name(lookups, forms)
+        asked = shortest(may_name(lookups, forms), MAX_PHRASES)
         if asked:
             # One round trip for both: the links in the scope, the whole graph's counts.
             result = await self._guard.run(
