@@ -39,7 +39,7 @@ MAX_PHRASES = 128
 #: Word n-grams one question is looked up by among the names kept in memory. A question of 20
 #: words has 132 n-grams of up to 8 words; cut longest first at 128, it lost its single
 #: words, the names most often asked (docs/search.md, "Linking").
-MAX_NGRAMS = 1024
+MAX_NGRAMS = 512
 
 
 @dataclass(frozen=True)

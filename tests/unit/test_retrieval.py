@@ -7,12 +7,16 @@ import pytest
 
 from kg.search.fusion import fuse
 from kg.search.retrieval import (
+    MAX_NGRAMS,
+    MAX_PHRASES,
     Ngram,
     longest_links,
     pagerank,
     personalized_pagerank,
     question_ngrams,
+    shortest,
     specificity,
+    spellings,
 )
 from kg.words import Lexicon, form, words
 
@@ -56,7 +60,29 @@ def test_question_ngrams_skip_stop_word_only_grams_and_come_longest_first() -> N
     assert ("in",) not in texts
     sizes = [len(t) for t in texts]
     assert sizes == sorted(sizes, reverse=True)
-    assert len(question_ngrams("word " * 200, 8)) <= 128
+    assert len(question_ngrams("word " * 2000, 8)) <= MAX_NGRAMS
+
+
+def test_a_long_question_keeps_its_single_words_past_the_bounds() -> None:
+    # 24 words have 164 n-grams of up to 8 words: cut longest first at 128 (the template's
+    # bound), the last single words were lost, and with them the names most often asked.
+    question = (
+        "What is the population ranking of the city that has a courthouse in James Glisson's "
+        "birthplace in the country that passed the Judiciary Act of 1869 McRae"
+    )
+    grams = question_ngrams(question, 8)
+    assert len(grams) > MAX_PHRASES
+    assert ("mcrae",) in [g.words for g in grams]
+    sizes = [len(g.words) for g in grams]
+    assert sizes == sorted(sizes, reverse=True)
+    cut = question_ngrams(question, 8, limit=40)
+    assert ("mcrae",) in [g.words for g in cut]
+    assert max(len(g.words) for g in cut) < 8  # the longest are the ones left out
+    found = spellings(grams, MAX_PHRASES)
+    assert len(found) == MAX_PHRASES
+    assert ("mcrae",) in found
+    assert max(len(s) for s in found) < 8
+    assert shortest([("a", "b", "c"), ("d",), ("e", "f")], 2) == [("d",), ("e", "f")]
 
 
 def test_longest_links_prefer_the_longer_name_and_keep_ambiguity() -> None:
