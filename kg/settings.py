@@ -593,6 +593,15 @@ class SearchSettings(BaseModel):
     fusion_k: int = Field(
         2, ge=1, le=1000, description="`hybrid`: the rank constant k of 1/(k + rank)."
     )
+    next_hop_weight: float = Field(
+        1.0,
+        ge=0,
+        le=100,
+        description="`hybrid`: the fusion weight of one more ranking, the chunks one passage "
+        "hop from the fused first chunk (sharing a name with it, the page of that name first), "
+        "scaled by its confidence like the signals'; where a multi-hop question's next passage "
+        "is. 0: off.",
+    )
     fusion_document_weight: float = Field(
         3.0,
         ge=0,

@@ -61,6 +61,7 @@ class PassageGraph:
     chunk_about: Bools
     entity_ptr: Ints  # entity j's links: entity_chunk[entity_ptr[j]:entity_ptr[j + 1]]
     entity_chunk: Ints
+    entity_about: Bools  # chunk_about in entity order: whether entity_chunk[i] is about it
     namespaces: RowNamespaces
     # chunk i's place in id order: a ranking's ties break by id without comparing strings
     chunk_rank: Ints = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -94,6 +95,7 @@ class PassageGraph:
             chunk_about=self.chunk_about[kept_links],
             entity_ptr=_offsets(counts),
             entity_chunk=self.entity_chunk[kept_pairs],
+            entity_about=self.entity_about[kept_pairs],
             _views={},
         )
 
@@ -138,6 +140,42 @@ class PassageGraph:
             # most specific first (fewest mentions), then by index: deterministic
             frontier = new[np.lexsort((new, mentions[new]))][:frontier_cap]
         return seen, expanded
+
+    def next_hop(
+        self, chunk_id: str, about_weight: float, limit: int, skip: frozenset[str] = frozenset()
+    ) -> list[tuple[str, float]]:
+        """The chunks one passage hop onward from ``chunk_id``, best first, at most ``limit``:
+        each scores the sum, over the names it shares with the chunk, of 1 / (the chunk's
+        names x the name's chunks), ``about_weight`` times that where the name titles its
+        document. The chunk's own title and the names in ``skip`` (those the question gives)
+        lead nowhere: back to pages that name this one, or to what the question already
+        found. A multi-hop question's next passage shares a name with the passage that
+        answers its first hop, most often it is the page of that name (docs/search.md,
+        "Next hop")."""
+        at = self.chunk_at.get(chunk_id)
+        if at is None or limit <= 0:
+            return []
+        start, end = self.chunk_ptr[at], self.chunk_ptr[at + 1]
+        # onward only: not through the chunk's own title, nor through the names in ``skip``
+        entities = self.chunk_entity[start:end][~self.chunk_about[start:end]]
+        if skip:
+            entities = entities[[self.entity_ids[int(e)] not in skip for e in entities]]
+        if not len(entities):
+            return []
+        starts = self.entity_ptr[entities]
+        lens = self.entity_ptr[entities + 1] - starts
+        links = spans(starts, lens)
+        weight = np.where(self.entity_about[links], about_weight, 1.0)
+        # each entity an equal share, over its chunks alike; its own page's chunks count
+        # about_weight times (not normalized away: a name with a page of its own leads on
+        # more strongly than one without, measured on MuSiQue, docs/benchmarks.md)
+        share = np.repeat(1.0 / (len(entities) * lens), lens)
+        scores = np.zeros(len(self.chunk_ids), dtype=np.float64)
+        np.add.at(scores, self.entity_chunk[links], weight * share)
+        scores[at] = 0.0
+        found = np.flatnonzero(scores > 0)
+        best = found[np.lexsort((self.chunk_rank[found], -scores[found]))][:limit]
+        return [(self.chunk_ids[int(i)], float(scores[i])) for i in best]
 
     def links(self, chunks: Bools) -> tuple[Ints, Ints, Bools]:
         """The MENTIONS links of the chunks (a mask): chunk index, entity index, about flag."""
@@ -205,6 +243,7 @@ def build(
         chunk_about=np.array(about, dtype=np.bool_),
         entity_ptr=_offsets(counts),
         entity_chunk=owners[order],
+        entity_about=np.array(about, dtype=np.bool_)[order],
         namespaces=RowNamespaces.of([] if n is None else [n] for n in chunk_namespaces),
         chunk_rank=id_ranks(chunk_ids),
     )

@@ -165,3 +165,53 @@ def test_a_walk_reaches_what_a_walk_with_sorted_distinct_ends_reaches() -> None:
             frontier = new[np.lexsort((new, graph.mentions[new]))][:5]
         assert (chunks == seen).all()
         assert (expanded == done).all()
+
+
+# The album's chunk names its own page (about), its performer and a year; the performer's
+# own page, a chunk that mentions the performer in passing, three chunks that share only the
+# year, a review that names only the album.
+HOP_ROWS = [
+    ("album", "Privilege (album)", [("privilege", "Privilege (album)"),
+                                    ("cutler", "Ivor Cutler"), ("1983", "1983")]),
+    ("page", "Ivor Cutler", [("cutler", "Ivor Cutler"), ("glasgow", "Glasgow")]),
+    ("passing", "Radio shows", [("cutler", "Ivor Cutler"), ("bbc", "BBC")]),
+    ("y1", "A", [("1983", "1983")]),
+    ("y2", "B", [("1983", "1983")]),
+    ("y3", "C", [("1983", "1983")]),
+    ("review", "Reviews", [("privilege", "Privilege (album)")]),
+    ("apart", "Orbit", [("orbit", "Orbit")]),
+]  # fmt: skip
+
+
+def test_next_hop_ranks_the_page_of_a_name_the_chunk_shares_first() -> None:
+    g = build(HOP_ROWS, namespaces=["a", "a", "b", "a", "a", "a", "a", "a"])
+    ranked = dict(g.next_hop("album", about_weight=4.0, limit=10))
+    # onward through Ivor Cutler and 1983 (1/2 each), never back through the album's own
+    # title: the review that names the album is no hop away
+    assert list(ranked) == ["page", "passing", "y1", "y2", "y3"]
+    # 1 / (the album's 2 onward names x the name's chunks), 4 times for the name's own page
+    assert ranked["page"] == 4.0 / (2 * 3)
+    assert ranked["passing"] == 1.0 / (2 * 3)
+    assert ranked["y1"] == 1.0 / (2 * 4)
+    assert "album" not in ranked
+    assert "review" not in ranked
+    assert "apart" not in ranked
+    # a name the question gives leads nowhere: the question found it already
+    assert list(dict(g.next_hop("album", 4.0, 10, skip=frozenset({"cutler"})))) == [
+        "y1",
+        "y2",
+        "y3",
+    ]
+    assert [cid for cid, _ in g.next_hop("album", about_weight=1.0, limit=2)] == [
+        "page",
+        "passing",
+    ]  # equal scores by id
+    assert g.next_hop("unknown", about_weight=4.0, limit=10) == []
+    assert g.next_hop("album", about_weight=4.0, limit=0) == []
+    # from the review, onward through the album's name: to the album's own page
+    assert g.next_hop("review", about_weight=4.0, limit=10) == [("album", 4.0 / (1 * 2))]
+    assert g.next_hop("apart", about_weight=4.0, limit=10) == []  # its own title only
+    # scoped: the chunks outside the scope are no hop away, and the counts are the scope's
+    scoped = dict(g.within(["a"]).next_hop("album", about_weight=4.0, limit=10))
+    assert "passing" not in scoped
+    assert scoped["page"] == 4.0 / (2 * 2)  # Ivor Cutler has 2 chunks in the scope

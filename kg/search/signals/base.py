@@ -30,6 +30,7 @@ from kg.search.chunk_vectors import ChunkVectors
 from kg.search.kept import Stamp
 from kg.search.models import ChunkHit, SearchRequest
 from kg.search.names import NameForms
+from kg.search.passages import Passages
 from kg.search.ranking import Ranked, Weights
 from kg.settings import Settings
 
@@ -58,6 +59,8 @@ class SignalContext:
     # The chunk vectors kept per process: the vector signal's nearest chunks in hybrid and the
     # graph signal's passage restarts (one copy).
     chunk_vectors: ChunkVectors
+    # The passage graph kept per process: the graph signal's walk and hybrid's next hop.
+    passages: Passages
 
 
 class QuestionVectors:
@@ -134,6 +137,9 @@ class SignalResult:
     texts: bool = True
     # Some of the chunks with their texts and documents, by id (texts=False only).
     texted: Mapping[str, ChunkHit] = field(default_factory=dict)
+    # The graph signal: the entities the question names (not through one word that is a
+    # title, heading or folder of the document graph), where hybrid's next hop may start.
+    subjects: frozenset[str] = frozenset()
 
 
 class Signal(Retriever[SignalQuery, SignalResult], Protocol):

@@ -37,7 +37,7 @@ from kg.search.fusion import rrf
 from kg.search.kept import Stamp
 from kg.search.models import ChunkHit
 from kg.search.names import may_name, stamp_of
-from kg.search.passages import PassageGraph, Passages, distinct
+from kg.search.passages import PassageGraph, distinct
 from kg.search.ranking import Ranked, boost_asked_types, rank_expansion
 from kg.search.relations import RelationGraph, Relations
 from kg.search.retrieval import (
@@ -146,7 +146,7 @@ class GraphSignal:
         self._chunk_dim = context.settings.chunks.embedding_dim
         self._weights = context.weights
         self._names = context.names
-        self._passage_graph = Passages(context.guard, context.settings.search.fanout)
+        self._passage_graph = context.passages
         self._relation_graph = Relations(context.guard)
         self._facts = Facts(context.guard, self._chunk_dim)
         self._chunk_vectors = context.chunk_vectors
@@ -158,13 +158,15 @@ class GraphSignal:
         # The chunk embedder (WordLlama) is English-centric: facts get the English question.
         question = query.translations.get("en", query.request.query)
         try:
-            ranked, chunks, named = await self._graph(query, link_text, question)
+            ranked, chunks, named, subjects = await self._graph(query, link_text, question)
         finally:
             _tell_stamp(query, None)  # the vector signal must never wait on a search that ended
         # Fuzzy seeds are guesses: measured, at full weight they cost hybrid 8 points of R@5
         # on XQuAD (docs/search.md, "Languages").
         scale = None if named else self._search.unlinked_graph_weight
-        return SignalResult(chunks=chunks, ranked=ranked, fusion_scale=scale, texts=False)
+        return SignalResult(
+            chunks=chunks, ranked=ranked, fusion_scale=scale, texts=False, subjects=subjects
+        )
 
     async def _seeds(
         self, query: str, embedding: list[float] | None
@@ -392,7 +394,7 @@ class GraphSignal:
     # the order docs/search.md gives them, each a call.
     async def _graph(
         self, query: SignalQuery, link_text: str, question: str
-    ) -> tuple[Ranked, list[ChunkHit], bool]:
+    ) -> tuple[Ranked, list[ChunkHit], bool, frozenset[str]]:
         """Link (``link_text``: the question and its translations) and match facts and
         passages (``question``: in English when translated), expand (relations and passages),
         propagate, rank; see docs/search.md. The flag says whether the question named an
@@ -420,6 +422,7 @@ class GraphSignal:
             old, info = seeds.get(eid, (0.0, {"id": eid}))
             seeds[eid] = (old + weight, info)
         # named: some seed is more than a one-word heading's link (a fact match counts)
+        subjects = frozenset(eid for eid in linked if eid not in one_word)
         named = any(eid not in weak or eid in matched for eid in seeds)
         if not seeds:
             seeds = await self._fuzzy(link_text, vectors)
@@ -432,7 +435,7 @@ class GraphSignal:
         weak_mass = sum(w for eid, (w, _) in seeds.items() if not named_any or eid in one_word)
         texted = await self._text_anchors(query) if weak_mass > 0 or not seeds else []
         if not seeds and not texted:
-            return Ranked(), [], named
+            return Ranked(), [], named, subjects
         # Relations are walked from the names the question links (else from the fact seeds):
         # fact ends add rows to rank, not passages (those come from PageRank's restarts).
         walk = linked or seeds
@@ -476,7 +479,7 @@ class GraphSignal:
             best = self._memory_scores(
                 graph, seed_weights, restarts, ranked, req.depth, min(k, 1000)
             )
-        return ranked, graph_chunks(best[: min(k, 1000)]), named
+        return ranked, graph_chunks(best[: min(k, 1000)]), named, subjects
 
     async def _expand(
         self, params: SeedExpansionParams, relations: RelationGraph | None, graph: PassageGraph
