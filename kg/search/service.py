@@ -499,9 +499,10 @@ class SearchService:
         found.sort(key=lambda kv: (-round(kv[1], 12), place.get(kv[0], len(place))))
         for cid, score in found:
             document = documents.get(cid) if documents else None
-            if document is not None and document in seen:
-                continue
-            seen.add(document)
+            if document is not None:
+                if document in seen:
+                    continue
+                seen.add(document)
             scored.append((cid, score))
         if not scored:
             return None
