@@ -122,14 +122,37 @@ def fuse_chunks(
     With ``documents`` (chunk id -> document id) and a ``document_weight``, a chunk also
     gains that many times its document's fused score: the same fusion over each signal's
     ranking of documents, each placed by its best chunk (:func:`document_evidence`)."""
+    order = fused_ids(rankings, weights, k, documents=documents, document_weight=document_weight)
+    return as_hits(rankings, order, limit)
+
+
+def fused_ids(
+    rankings: Mapping[str, Sequence[ChunkHit]],
+    weights: Mapping[str, float],
+    k: int,
+    *,
+    documents: Mapping[str, str] | None = None,
+    document_weight: float = 0.0,
+) -> list[tuple[str, float]]:
+    """:func:`fuse_chunks`' order as chunk ids and fused scores, every candidate (no hit is
+    copied: a caller that needs only the first, or the order, pays for no more)."""
     ids = {name: [c.id for c in hits] for name, hits in rankings.items()}
-    by_id = {c.id: c for hits in rankings.values() for c in hits}
     order = fused_order(ids, weights, k)
     if documents and document_weight > 0:
         order = document_evidence(order, ids, weights, k, documents, document_weight)
-    if limit is not None:
-        order = order[: max(limit, 0)]
-    return [by_id[cid].model_copy(update={"score": score}) for cid, score in order]
+    return order
+
+
+def as_hits(
+    rankings: Mapping[str, Sequence[ChunkHit]],
+    order: Sequence[tuple[str, float]],
+    limit: int | None = None,
+) -> list[ChunkHit]:
+    """The first ``limit`` of ``order`` (all without it) as the rankings' hits, each with its
+    fused score."""
+    by_id = {c.id: c for hits in rankings.values() for c in hits}
+    picked = order if limit is None else order[: max(limit, 0)]
+    return [by_id[cid].model_copy(update={"score": score}) for cid, score in picked]
 
 
 def document_evidence(

@@ -170,12 +170,13 @@ class PassageGraph:
         # about_weight times (not normalized away: a name with a page of its own leads on
         # more strongly than one without, measured on MuSiQue, docs/benchmarks.md)
         share = np.repeat(1.0 / (len(entities) * lens), lens)
-        scores = np.zeros(len(self.chunk_ids), dtype=np.float64)
-        np.add.at(scores, self.entity_chunk[links], weight * share)
-        scores[at] = 0.0
-        found = np.flatnonzero(scores > 0)
-        best = found[np.lexsort((self.chunk_rank[found], -scores[found]))][:limit]
-        return [(self.chunk_ids[int(i)], float(scores[i])) for i in best]
+        # summed over the chunks reached only (not an array of every chunk: a large graph)
+        found, inverse = np.unique(self.entity_chunk[links], return_inverse=True)
+        scores = np.bincount(inverse, weights=weight * share)
+        keep = found != at
+        found, scores = found[keep], scores[keep]
+        best = np.lexsort((self.chunk_rank[found], -scores))[:limit]
+        return [(self.chunk_ids[int(found[i])], float(scores[i])) for i in best]
 
     def links(self, chunks: Bools) -> tuple[Ints, Ints, Bools]:
         """The MENTIONS links of the chunks (a mask): chunk index, entity index, about flag."""

@@ -61,7 +61,7 @@ from kg.resolve.embed import make_chunk_embedder
 from kg.search import startup
 from kg.search.chunk_vectors import ChunkVectors
 from kg.search.entities import Entities, entity_detail
-from kg.search.fusion import confidence_weights, fuse_chunks, vector_floor
+from kg.search.fusion import as_hits, confidence_weights, fused_ids, vector_floor
 from kg.search.models import (
     DEPTHS,
     ChunkHit,
@@ -94,8 +94,11 @@ from kg.words import form
 
 #: Hybrid's ranking of the chunks one passage hop from its first (:meth:`SearchService._next_hop`).
 NEXT_HOP = "next_hop"
-#: Chunks the next hop ranks before one is kept a document.
-HOP_READ = 1000
+#: Chunks the next hop ranks before one is kept a document, and the chunks it keeps: fused
+#: at k = 2, its 20th counts 1/22 of its weight (measured: the same figures as 50, at half
+#: the cost; docs/benchmarks.md, "Next hop").
+HOP_READ = 200
+HOP_KEPT = 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -458,17 +461,20 @@ class SearchService:
         fusion, of chunks and of their ``documents``; then once more with the next hop from
         the first chunk (:meth:`_next_hop`) as one more ranking."""
         with observe.span("kg.search.fusion", signals=len(done)) as fusion:
-            fused = self._fused(done, None, documents)
+            rankings, weights = self._fusion_weights(done)
+            order = self._fused_ids(rankings, weights, documents)
             subjects = done["graph"].subjects if "graph" in done else frozenset()
-            hop = await self._next_hop(fused, subjects, documents, as_of) if fused else None
+            hop = await self._next_hop(order, subjects, documents, as_of) if order else None
             if hop is not None:
-                fused = self._fused({**done, NEXT_HOP: hop}, shown, documents)
+                rankings, weights = self._fusion_weights({**done, NEXT_HOP: hop})
+                order = self._fused_ids(rankings, weights, documents)
+            fused = as_hits(rankings, order, shown)
             fusion.set(chunks=len(fused), next_hop=hop is not None)
-            return fused[:shown]
+            return fused
 
     async def _next_hop(
         self,
-        fused: Sequence[ChunkHit],
+        order: Sequence[tuple[str, float]],
         subjects: frozenset[str],
         documents: Mapping[str, str] | None,
         as_of: date | datetime | None,
@@ -485,7 +491,7 @@ class SearchService:
         graph = await self.context.passages.for_stamp(await self.context.names.last_stamp())
         if graph is None:
             return None
-        first = fused[0].id
+        first = order[0][0]
         namespaces = scope.current()
         if namespaces is not None:
             graph = graph.within(namespaces)
@@ -494,7 +500,7 @@ class SearchService:
         seen = {documents.get(first)} if documents else set()
         scored: list[tuple[str, float]] = []
         # equal scores (common: chunks that share one name) in the order fusion put them
-        place = {hit.id: i for i, hit in enumerate(fused)}
+        place = {cid: i for i, (cid, _) in enumerate(order)}
         found = graph.next_hop(first, self._search.about_weight, HOP_READ, subjects)
         found.sort(key=lambda kv: (-round(kv[1], 12), place.get(kv[0], len(place))))
         for cid, score in found:
@@ -506,17 +512,16 @@ class SearchService:
             scored.append((cid, score))
         if not scored:
             return None
-        hop = SignalResult(chunks=id_hits(scored[: self._search.candidates]), texts=False)
+        hop = SignalResult(chunks=id_hits(scored[:HOP_KEPT]), texts=False)
         if as_of is not None:
             hop = (await self._dated({NEXT_HOP: hop}, as_of))[NEXT_HOP]
         return hop if hop.chunks else None
 
-    def _fused(
-        self,
-        done: Mapping[str, SignalResult],
-        shown: int | None,
-        documents: Mapping[str, str] | None,
-    ) -> list[ChunkHit]:
+    def _fusion_weights(
+        self, done: Mapping[str, SignalResult]
+    ) -> tuple[dict[str, list[ChunkHit]], dict[str, float]]:
+        """Each ranking and its weight for this question: the set weight, the signal's own
+        scale, its confidence (kg.search.fusion.confidence_weights)."""
         weights = dict(self._search.fusion_weights)
         weights[NEXT_HOP] = self._search.next_hop_weight
         for name, result in done.items():
@@ -531,11 +536,18 @@ class SearchService:
             anchor_floor=self._search.fusion_anchor_floor,
             floors={"vector": self._vector_floor},
         )
-        return fuse_chunks(
+        return rankings, weights
+
+    def _fused_ids(
+        self,
+        rankings: Mapping[str, Sequence[ChunkHit]],
+        weights: Mapping[str, float],
+        documents: Mapping[str, str] | None,
+    ) -> list[tuple[str, float]]:
+        return fused_ids(
             rankings,
             weights,
             self._search.fusion_k,
-            shown,
             documents=documents,
             document_weight=self._search.fusion_document_weight,
         )
