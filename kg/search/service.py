@@ -465,8 +465,10 @@ class SearchService:
             order = self._fused_ids(rankings, weights, documents)
             subjects = done["graph"].subjects if "graph" in done else frozenset()
             hop = await self._next_hop(order, subjects, documents, as_of) if order else None
-            if hop is not None:
-                rankings, weights = self._fusion_weights({**done, NEXT_HOP: hop})
+            if hop is not None:  # the signals' weights stand; the hop's is its own
+                more = {NEXT_HOP: hop.chunks}
+                rankings = {**rankings, **more}
+                weights |= self._confident(more, {NEXT_HOP: self._search.next_hop_weight})
                 order = self._fused_ids(rankings, weights, documents)
             fused = as_hits(rankings, order, shown)
             fusion.set(chunks=len(fused), next_hop=hop is not None)
@@ -523,12 +525,16 @@ class SearchService:
         """Each ranking and its weight for this question: the set weight, the signal's own
         scale, its confidence (kg.search.fusion.confidence_weights)."""
         weights = dict(self._search.fusion_weights)
-        weights[NEXT_HOP] = self._search.next_hop_weight
         for name, result in done.items():
             if result.fusion_scale is not None:
                 weights[name] = weights.get(name, 0.0) * result.fusion_scale
         rankings = {name: result.chunks for name, result in done.items()}
-        weights = confidence_weights(
+        return rankings, self._confident(rankings, weights)
+
+    def _confident(
+        self, rankings: Mapping[str, Sequence[ChunkHit]], weights: Mapping[str, float]
+    ) -> dict[str, float]:
+        return confidence_weights(
             rankings,
             weights,
             lead_rank=self._search.fusion_lead_rank,
@@ -536,7 +542,6 @@ class SearchService:
             anchor_floor=self._search.fusion_anchor_floor,
             floors={"vector": self._vector_floor},
         )
-        return rankings, weights
 
     def _fused_ids(
         self,
