@@ -4,7 +4,7 @@
 the performer, and the performer's own page answers. Text and the dense signal find pages with
 the question's other words (country, citizen, performer) and not the performer's, which shares
 none of them; the graph walks to it two steps out. The next hop ranks the pages of the names
-the first passage gives, so the performer's page comes second. Neo4j is real; no LLM
+the first passage gives, so the performer's page is in the first three. Neo4j is real; no LLM
 (the triplets are given, as `kg ingest --triplets` imports them).
 """
 
@@ -58,11 +58,15 @@ PASSAGES = [
         "A touring performer needs a work permit in each country the tour visits.",
         ("Work permits", "needed by", "touring performer"),
     ),
+    # Three pages that share only the year with the album, each longer than the one before:
+    # no two alike to any signal, so no ranking here rests on a tie (ties break by chunk id,
+    # and the ids follow the folder a test ingests from).
     *(
         _passage(
             f"Year in music {n}",
-            f"In 1983 the charts of country number {n} changed.",
+            "In 1983 the charts of a country changed." + " The radio played it." * n,
             (f"Year in music {n}", "covers", "1983"),
+            *((f"Year in music {n}", "names", f"Label {n}{m}") for m in range(n)),
         )
         for n in range(1, 4)
     ),
@@ -95,11 +99,12 @@ def test_the_performers_page_comes_with_the_album_through_the_next_hop(
     album_graph: Driver, settings: Settings
 ) -> None:
     with_hop = _titles(settings)
-    assert with_hop[:2] == [ALBUM, "Ivor Cutler"], with_hop
-    # without it, a page that shares only the year with the album comes between them
+    assert with_hop[0] == ALBUM
+    assert "Ivor Cutler" in with_hop[:3], with_hop
+    # without it, the pages that share only the year with the album fill the first five
     without = _titles(tuned(settings, next_hop_weight=0))
     assert without[0] == ALBUM
-    assert without[1] != "Ivor Cutler", without
+    assert "Ivor Cutler" not in without, without
 
 
 def test_a_question_that_names_nothing_takes_no_next_hop(
